@@ -1,0 +1,187 @@
+"""HERMES_HOME paths and configuration: config.yaml + .env + environment -> one validated object.
+
+Precedence (SPEC §1): CLI flags > environment > config.yaml > built-in defaults. Flags are applied by
+the caller (``resolve_provider(..., base_url=flag)``); everything else is resolved here.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+
+class ConfigError(Exception):
+    """config.yaml cannot be used; the message names the file and the fix."""
+
+
+def hermes_home() -> Path:
+    """Where everything lives; read at call time so tests can point HERMES_HOME elsewhere."""
+    return Path(os.environ.get("HERMES_HOME") or Path.home() / ".hermes").expanduser()
+
+
+def config_path() -> Path:
+    return hermes_home() / "config.yaml"
+
+
+def env_path() -> Path:
+    return hermes_home() / ".env"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ModelConfig(_Section):
+    default: Optional[str] = None
+    provider: Optional[str] = None
+    base_url: Optional[str] = None
+    api_key: Optional[str] = None
+    context_length: Optional[int] = Field(default=None, gt=0)
+    path: Optional[str] = None  # GGUF file for provider "local"
+
+
+class CompressionConfig(_Section):
+    enabled: bool = True
+    threshold: float = Field(default=0.50, gt=0, le=1)
+    threshold_tokens: Optional[int] = Field(default=None, gt=0)
+    target_ratio: float = Field(default=0.20, gt=0, le=1)
+    protect_first_n: int = Field(default=3, ge=0)
+    protect_last_n: int = Field(default=20, ge=1)
+    max_attempts: int = 3
+
+    @field_validator("max_attempts")
+    @classmethod
+    def _clamp_attempts(cls, v: int) -> int:
+        return max(1, min(10, int(v)))
+
+
+class AuxModel(_Section):
+    model: Optional[str] = None
+    base_url: Optional[str] = None
+    api_key: Optional[str] = None
+
+
+class AuxiliaryConfig(_Section):
+    compression: AuxModel = Field(default_factory=AuxModel)
+
+
+class AgentConfig(_Section):
+    max_turns: int = Field(default=90, ge=1)
+    save_trajectories: bool = False
+
+
+class TerminalConfig(_Section):
+    timeout: int = Field(default=180, ge=1)
+    cwd: Optional[str] = None
+    max_output_chars: int = Field(default=50_000, ge=1000)
+
+
+class HermesConfig(_Section):
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    compression: CompressionConfig = Field(default_factory=CompressionConfig)
+    auxiliary: AuxiliaryConfig = Field(default_factory=AuxiliaryConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    terminal: TerminalConfig = Field(default_factory=TerminalConfig)
+    gateway: dict[str, Any] = Field(default_factory=dict)
+
+
+def load_env_file(path: Optional[Path] = None) -> None:
+    """Load HERMES_HOME/.env into os.environ without overriding variables already set."""
+    p = path or env_path()
+    if not p.is_file():
+        return
+    from dotenv import dotenv_values
+
+    for key, value in dotenv_values(p).items():
+        if value is not None and key not in os.environ:
+            os.environ[key] = value
+
+
+def read_raw_config(path: Optional[Path] = None) -> dict[str, Any]:
+    """The YAML mapping as written (empty when there is no file)."""
+    p = path or config_path()
+    if not p.is_file():
+        return {}
+    import yaml
+
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise ConfigError(f"{p} is not valid YAML{where}; fix it or move it aside and run `hermes setup`") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {p}: {exc.strerror}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p} must be a YAML mapping (key: value), not {type(data).__name__}; fix it or run `hermes setup`")
+    return data
+
+
+def parse_config(data: dict[str, Any], source: str = "config.yaml") -> HermesConfig:
+    try:
+        return HermesConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"{source}: `{loc}` {first['msg'].lower()}; fix it with `hermes config set {loc} <value>`") from None
+
+
+def load_config(path: Optional[Path] = None) -> HermesConfig:
+    """Validated config; raises ConfigError with one clear line when the file is junk."""
+    p = path or config_path()
+    return parse_config(read_raw_config(p), str(p))
+
+
+ProviderName = Literal["openrouter", "openai", "custom", "local"]
+
+OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+
+class ProviderSettings(BaseModel):
+    provider: str
+    base_url: Optional[str]
+    api_key: Optional[str]
+    model: str
+    context_length: Optional[int] = None
+    model_path: Optional[str] = None
+
+
+def resolve_provider(
+    cfg: Optional[HermesConfig] = None,
+    *,
+    base_url: Optional[str] = None,
+    api_key: Optional[str] = None,
+    model: Optional[str] = None,
+    provider: Optional[str] = None,
+) -> ProviderSettings:
+    """Arguments > environment > config.yaml > defaults; nothing configured means the local model."""
+    cfg = cfg or HermesConfig()
+    env = os.environ
+    m = cfg.model
+    provider = provider or env.get("HERMES_PROVIDER") or m.provider
+    base_url = base_url or env.get("OPENAI_BASE_URL") or m.base_url
+    key = api_key or env.get("OPENAI_API_KEY") or env.get("OPENROUTER_API_KEY") or m.api_key
+    model = model or env.get("HERMES_MODEL") or m.default
+
+    if provider == "openrouter" or (not provider and not base_url and env.get("OPENROUTER_API_KEY") and not env.get("OPENAI_API_KEY")):
+        provider = "openrouter"
+        base_url = base_url or OPENROUTER_BASE_URL
+        key = api_key or env.get("OPENROUTER_API_KEY") or m.api_key
+    elif provider == "openai" or (not provider and not base_url and key):
+        provider = provider or "openai"
+        base_url = base_url or OPENAI_BASE_URL
+    elif provider == "local" or (not provider and not base_url and not key):
+        return ProviderSettings(provider="local", base_url=None, api_key=None,
+                                model=model or "SmolLM2-135M-Instruct",
+                                context_length=m.context_length, model_path=m.path)
+    else:
+        provider = provider or "custom"
+    if not model:
+        model = {"openrouter": "anthropic/claude-sonnet-4", "openai": "gpt-4o-mini"}.get(provider, "default")
+    return ProviderSettings(provider=provider, base_url=base_url, api_key=key, model=model,
+                            context_length=m.context_length, model_path=m.path)
