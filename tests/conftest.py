@@ -1,0 +1,49 @@
+"""Shared fixtures.
+
+- ``hermes_home`` (autouse): a fresh temp ``HERMES_HOME`` and an environment scrubbed of
+  provider/gateway settings, so no test ever reads or writes the real ``~/.hermes``.
+- ``fake_provider``: a started ``tests.fake_provider.FakeProvider``, stopped afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.fake_provider import FakeProvider
+
+_CLEARED_VARS = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_BASE",
+    "OPENROUTER_API_KEY",
+    "HERMES_MODEL",
+    "HERMES_PROVIDER",
+    "GATEWAY_ALLOWED_USERS",
+)
+_CLEARED_PREFIXES = ("API_SERVER_", "TELEGRAM_")
+
+
+@pytest.fixture(autouse=True)
+def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "hermes_home"
+    home.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    for name in _CLEARED_VARS:
+        monkeypatch.delenv(name, raising=False)
+    for name in list(os.environ):
+        if name.startswith(_CLEARED_PREFIXES):
+            monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture
+def fake_provider():
+    fp = FakeProvider()
+    fp.start()
+    try:
+        yield fp
+    finally:
+        fp.stop()
