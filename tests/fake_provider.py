@@ -520,7 +520,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, {"error": {"message": f"invalid JSON body: {exc}", "type": "invalid_request_error", "code": None}})
             return
         provider = self.server.provider
-        provider._record(body, raw, dict(self.headers.items()))
+        provider._record(body, raw, {k.lower(): v for k, v in self.headers.items()})
         reply = provider._pick(body, raw)
         if reply.delay > 0:
             provider._stopping.wait(reply.delay)
@@ -658,7 +658,7 @@ class FakeProvider:
         self.handler: Callable[[dict], Reply | str | None] | None = None
         self.requests: list[dict] = []
         self.raw_requests: list[bytes] = []
-        self.request_headers: list[dict[str, str]] = []
+        self.request_headers: list[dict[str, str]] = []  # header names lower-cased
         self._queue: list[Reply] = []
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
