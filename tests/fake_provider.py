@@ -86,6 +86,8 @@ class Reply:
     usage: dict | None = None
     delay: float = 0.0
     finish_reason: str | None = "stop"
+    chunks: int = 3  # streamed: number of content / argument pieces
+    chunk_delay: float = 0.0  # streamed: pause between SSE events
     # error / garbage
     status: int = 200
     message: str = ""
@@ -113,18 +115,20 @@ def text(
     usage: dict | None = None,
     delay: float = 0.0,
     finish_reason: str = "stop",
+    chunks: int = 3,
+    chunk_delay: float = 0.0,
 ) -> Reply:
-    """A plain assistant answer. ``usage`` (possibly partial) overrides the computed usage."""
-    return Reply(kind="text", content=content, usage=usage, delay=delay, finish_reason=finish_reason)
-
-
-_call_counter = itertools.count(1)
-_call_counter_lock = threading.Lock()
-
-
-def _next_call_id() -> str:
-    with _call_counter_lock:
-        return f"call_{next(_call_counter)}"
+    """A plain assistant answer. ``usage`` (possibly partial) overrides the computed usage.
+    When streamed, the content is sent in ``chunks`` deltas ``chunk_delay`` seconds apart."""
+    return Reply(
+        kind="text",
+        content=content,
+        usage=usage,
+        delay=delay,
+        finish_reason=finish_reason,
+        chunks=max(1, chunks),
+        chunk_delay=chunk_delay,
+    )
 
 
 def tool_calls(
@@ -138,7 +142,8 @@ def tool_calls(
 
     Each call is ``(name, args)`` where args is a dict (JSON-encoded) or a raw string sent
     verbatim (use that for malformed JSON), optionally ``(name, args, id)`` to pin the id.
-    Ids default to ``call_<n>`` with n unique across the process.
+    Unpinned ids are assigned when the reply is served: ``call_<n>``, n counting from 1 per
+    provider (``reset()`` restarts it), so a reused reply never repeats an id.
     """
     out = []
     for call in calls:
@@ -146,7 +151,7 @@ def tool_calls(
             name, args, call_id = call  # type: ignore[misc]
         else:
             name, args = call  # type: ignore[misc]
-            call_id = _next_call_id()
+            call_id = None
         arguments = args if isinstance(args, str) else json.dumps(args)
         out.append(
             {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
@@ -411,11 +416,18 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     provider: "FakeProvider"
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError, OSError)):
+            return  # client went away / stop() cut the socket: expected in tests
+        super().handle_error(request, client_address)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "FakeProvider/1.0"
     timeout = 120  # idle keep-alive connections eventually go away
+    disable_nagle_algorithm = True  # headers and body are separate writes: avoid 40 ms delayed-ACK stalls
     server: _Server
 
     # quiet
@@ -549,6 +561,12 @@ class _Handler(BaseHTTPRequestHandler):
 
         provider = self.server.provider
         cid = provider._next_completion_id()
+        if any(tc.get("id") is None for tc in reply.tool_calls):
+            calls = copy.deepcopy(reply.tool_calls)
+            for tc in calls:
+                if tc.get("id") is None:
+                    tc["id"] = provider._next_call_id()
+            reply = replace(reply, tool_calls=calls)
         created = int(time.time())
         usage = _usage(body, reply)
 
@@ -558,6 +576,7 @@ class _Handler(BaseHTTPRequestHandler):
                 base = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model}
                 self._sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})
                 for piece in _split(reply.content or "", 3)[:2]:
+                    provider._stopping.wait(reply.chunk_delay)
                     self._sse({**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
             else:
                 full = json.dumps(_completion(cid, created, model, reply, usage)).encode()
@@ -577,12 +596,14 @@ class _Handler(BaseHTTPRequestHandler):
         base = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model}
 
         def chunk(delta: dict, finish: str | None = None) -> dict:
+            if reply.chunk_delay > 0:
+                provider._stopping.wait(reply.chunk_delay)
             return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
         self._start_sse()
         self._sse(chunk({"role": "assistant", "content": ""}))
         if reply.content:
-            for piece in _split(reply.content, 3):
+            for piece in _split(reply.content, reply.chunks):
                 self._sse(chunk({"content": piece}))
         for idx, tc in enumerate(reply.tool_calls):
             fn = tc["function"]
@@ -600,7 +621,7 @@ class _Handler(BaseHTTPRequestHandler):
                     }
                 )
             )
-            for piece in _split(fn["arguments"], 3):
+            for piece in _split(fn["arguments"], reply.chunks):
                 if piece:
                     self._sse(chunk({"tool_calls": [{"index": idx, "function": {"arguments": piece}}]}))
         self._sse(chunk({}, reply.finish_reason or "stop"))
@@ -663,6 +684,7 @@ class FakeProvider:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._ids = itertools.count(1)
+        self._call_ids = itertools.count(1)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -734,6 +756,7 @@ class FakeProvider:
             self.request_headers.clear()
             self.handler = None
             self.default = text("ok")
+            self._call_ids = itertools.count(1)
 
     def wait_for_requests(self, n: int, timeout: float = 5.0) -> bool:
         """Block until at least ``n`` chat requests were received (True) or timeout (False)."""
@@ -782,6 +805,10 @@ class FakeProvider:
     def _next_completion_id(self) -> str:
         with self._lock:
             return f"chatcmpl-fake-{next(self._ids)}"
+
+    def _next_call_id(self) -> str:
+        with self._lock:
+            return f"call_{next(self._call_ids)}"
 
     def _track(self, conn: socket.socket, add: bool) -> None:
         with self._lock:

@@ -140,9 +140,23 @@ def test_tool_call_reply(fake_provider, client):
     assert all(i.startswith("call_") for i in ids) and len(set(ids)) == 2
 
 
-def test_tool_call_pinned_id(fake_provider, client):
+def test_tool_call_ids_per_provider_and_pinned(fake_provider, client):
+    fake_provider.default = tool_calls([("f", {}), ("g", {})])  # reused reply
+    assert [tc.id for tc in ask(client).choices[0].message.tool_calls] == ["call_1", "call_2"]
+    assert [tc.id for tc in ask(client).choices[0].message.tool_calls] == ["call_3", "call_4"]
     fake_provider.queue(tool_calls([("f", {}, "call_fixed")]))
     assert ask(client).choices[0].message.tool_calls[0].id == "call_fixed"
+    fake_provider.reset()
+    fake_provider.queue(tool_calls([("f", {})]))
+    assert ask(client).choices[0].message.tool_calls[0].id == "call_1"
+
+
+def test_stream_chunks_and_chunk_delay(fake_provider, client):
+    fake_provider.queue(text("abcdefghij", chunks=10, chunk_delay=0.02))
+    t0 = time.monotonic()
+    pieces = [c.choices[0].delta.content for c in ask(client, stream=True) if c.choices and c.choices[0].delta.content]
+    assert pieces == list("abcdefghij")
+    assert time.monotonic() - t0 >= 0.2
 
 
 def test_streamed_text_reassembles_with_usage(fake_provider, client):
@@ -530,3 +544,27 @@ def test_subprocess_mode_prints_ready_and_serves():
             proc.kill()
             raise
     assert rc == 0, proc.stderr.read()
+
+
+def test_stop_during_delayed_request_is_prompt():
+    fp = FakeProvider().start()
+    fp.queue(slow(text("never"), 30))
+    errors = []
+
+    def run():
+        c = OpenAI(base_url=fp.base_url, api_key="t", max_retries=0, timeout=10)
+        try:
+            ask(c)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            c.close()
+
+    t = threading.Thread(target=run)
+    t.start()
+    assert fp.wait_for_requests(1)
+    t0 = time.monotonic()
+    fp.stop()
+    assert time.monotonic() - t0 < 3
+    t.join(5)
+    assert not t.is_alive()
