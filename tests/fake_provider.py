@@ -24,11 +24,17 @@ Handlers that react to the request size::
         n = estimate_prompt_tokens(body)
         return overflow(n, 8000) if n > 8000 else text("fine")
 
+Inspection: ``fp.requests`` (JSON bodies, in order), ``fp.raw_requests`` (bytes),
+``fp.request_headers`` (lower-cased names), ``fp.last_request``, ``fp.pending`` (queued
+replies left), ``fp.wait_for_requests(n, timeout)``.  ``estimate_prompt_tokens(body)`` is the
+``usage.prompt_tokens`` the fake reports unless a reply overrides ``usage``.
+
 As a separate process (benchmarks, CLI tests)::
 
     python -m tests.fake_provider --port 0 [--delay 1.0] [--reply "text"]
 
-prints ``READY http://127.0.0.1:PORT/v1`` on stdout once it is serving.
+(run from the repo root; ``python tests/fake_provider.py ...`` works from anywhere) prints
+``READY http://127.0.0.1:PORT/v1`` on stdout once it is serving; SIGTERM/SIGINT stop it.
 """
 
 from __future__ import annotations
