@@ -1,0 +1,696 @@
+"""The session store: every conversation, its messages, full-text search and the compression lock.
+
+SQLite file at ``HERMES_HOME/state.db``, shared by the CLI, the gateway and cron, possibly in several
+OS processes at once. Hence: WAL mode, a busy timeout, and every write in a ``BEGIN IMMEDIATE``
+transaction with bounded retries. Nothing the user said is ever deleted by compaction: replaced rows
+are only marked ``active=0, compacted=1`` and stay searchable (SPEC §4). Locks follow SPEC §5.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import re
+import secrets
+import socket
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional, TypeVar
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+BUSY_TIMEOUT_MS = 10_000
+WRITE_ATTEMPTS = 6
+PREVIEW_CHARS = 60
+
+
+class SessionDBError(RuntimeError):
+    """The store cannot be opened; the message names the file and what to do about it."""
+
+
+# --------------------------------------------------------------------------------------------
+# Schema: an ordered list of small migrations, each applied once (PRAGMA user_version = index).
+
+# Text indexed for a message: plain content, or the text parts of JSON (list) content.
+_FTS_TEXT = """CASE WHEN {r}.content_json = 1 AND json_valid({r}.content) THEN
+  (SELECT group_concat(CASE WHEN j.type = 'object' THEN json_extract(j.value, '$.text')
+                            WHEN j.type = 'text' THEN j.value END, ' ')
+   FROM json_each({r}.content) AS j)
+  ELSE {r}.content END"""
+
+
+def _m1_core(c: sqlite3.Connection) -> None:
+    c.execute("""CREATE TABLE IF NOT EXISTS sessions (
+        id TEXT PRIMARY KEY, source TEXT, user_id TEXT, model TEXT, title TEXT,
+        parent_session_id TEXT, system_prompt TEXT, started_at REAL, ended_at REAL,
+        end_reason TEXT, updated_at REAL, message_count INTEGER NOT NULL DEFAULT 0,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0,
+        compactions INTEGER NOT NULL DEFAULT 0)""")
+    c.execute("CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_title ON sessions(title) "
+              "WHERE title IS NOT NULL")
+    c.execute("CREATE INDEX IF NOT EXISTS idx_sessions_updated ON sessions(updated_at)")
+    # seq orders the conversation; it equals insertion order except when a compaction
+    # (replace_active_messages with upto_id) slots its summary before rows appended meanwhile.
+    c.execute("""CREATE TABLE IF NOT EXISTS messages (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        role TEXT NOT NULL, content TEXT, content_json INTEGER NOT NULL DEFAULT 0,
+        tool_calls TEXT, tool_call_id TEXT, tool_name TEXT, created_at REAL,
+        token_count INTEGER, active INTEGER NOT NULL DEFAULT 1,
+        compacted INTEGER NOT NULL DEFAULT 0, seq INTEGER NOT NULL DEFAULT 0)""")
+    c.execute("CREATE INDEX IF NOT EXISTS idx_messages_active "
+              "ON messages(session_id, active, id)")
+    c.execute("CREATE INDEX IF NOT EXISTS idx_messages_seq ON messages(session_id, seq)")
+    c.execute("""CREATE TABLE IF NOT EXISTS compression_locks (
+        session_id TEXT PRIMARY KEY, holder TEXT NOT NULL, acquired_at REAL, expires_at REAL)""")
+    c.execute("""CREATE TABLE IF NOT EXISTS session_keys (
+        key TEXT PRIMARY KEY, session_id TEXT, updated_at REAL)""")
+
+
+def _m2_fts(c: sqlite3.Connection) -> None:
+    # A self-contained FTS5 table (rowid = messages.id) so the indexed text can differ from the
+    # stored JSON; triggers keep it in sync, the backfill covers rows written before this version.
+    c.execute("CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5("
+              "content, tool_name, tokenize='porter unicode61 remove_diacritics 2')")
+    ins = ("INSERT INTO messages_fts(rowid, content, tool_name) "
+           f"VALUES (new.id, {_FTS_TEXT.format(r='new')}, new.tool_name);")
+    c.execute(f"CREATE TRIGGER IF NOT EXISTS messages_fts_ai AFTER INSERT ON messages BEGIN {ins} END")
+    c.execute("CREATE TRIGGER IF NOT EXISTS messages_fts_ad AFTER DELETE ON messages BEGIN "
+              "DELETE FROM messages_fts WHERE rowid = old.id; END")
+    c.execute("CREATE TRIGGER IF NOT EXISTS messages_fts_au AFTER UPDATE OF content, content_json, "
+              "tool_name ON messages BEGIN DELETE FROM messages_fts WHERE rowid = old.id; "
+              f"{ins} END")
+    c.execute("DELETE FROM messages_fts")
+    c.execute("INSERT INTO messages_fts(rowid, content, tool_name) "
+              f"SELECT m.id, {_FTS_TEXT.format(r='m')}, m.tool_name FROM messages AS m")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_core, _m2_fts]
+
+
+# --------------------------------------------------------------------------------------------
+# Small helpers
+
+
+def new_session_id() -> str:
+    """Sortable, readable and unique enough: ``20261130_191500_ab12cd``."""
+    return time.strftime("%Y%m%d_%H%M%S") + "_" + secrets.token_hex(3)
+
+
+def _is_busy(exc: BaseException) -> bool:
+    msg = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in msg or "busy" in msg)
+
+
+def _encode_content(content: Any) -> tuple[Optional[str], int]:
+    """Strings are stored as-is; lists/dicts (content parts) as JSON flagged by content_json=1."""
+    if content is None or isinstance(content, str):
+        return content, 0
+    return json.dumps(content, ensure_ascii=False), 1
+
+
+def _decode_content(raw: Optional[str], is_json: int) -> Any:
+    if not is_json or raw is None:
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError:
+        logger.warning("session store: message content is not valid JSON; returning it as text")
+        return raw
+
+
+def _encode_tool_calls(tool_calls: Any) -> Optional[str]:
+    if tool_calls is None or isinstance(tool_calls, str):
+        return tool_calls
+    return json.dumps(tool_calls, ensure_ascii=False)
+
+
+def _parse_tool_calls(raw: Optional[str]) -> tuple[Any, bool]:
+    """(value, ok): parsed list, or the raw text with ok=False when the column is corrupt."""
+    if raw is None:
+        return None, True
+    try:
+        return json.loads(raw), True
+    except ValueError:
+        return raw, False
+
+
+def _content_text(content: Any) -> str:
+    """Plain text of a message content, for previews."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content
+                        if isinstance(p, (dict, str)))
+    return "" if content is None else str(content)
+
+
+_PID_RE = re.compile(r"(?:^|:)pid=(\d+)")
+_HOST_RE = re.compile(r"(?:^|:)host=([^:]+)")
+
+
+def holder_is_dead(holder: str) -> bool:
+    """True only when the holder's process is provably gone from this host (SPEC §5).
+
+    Unknown pid, another host, our own pid, or a permission error all count as alive: a false
+    "dead" would let two processes compress the same session, a false "alive" only waits the TTL.
+    """
+    host = _HOST_RE.search(holder or "")
+    if host and host.group(1) != socket.gethostname():
+        return False
+    m = _PID_RE.search(holder or "")
+    if not m:
+        return False
+    pid = int(m.group(1))
+    if pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # PermissionError: exists but belongs to someone else
+        return False
+    try:  # a killed but unreaped process (zombie) still answers kill(0); it holds nothing
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def _fts_fallback_query(query: str) -> str:
+    """Every whitespace-separated term as a quoted phrase: the FTS5 syntax can no longer fail."""
+    terms = [t.replace('"', "") for t in query.split()]
+    return " ".join('"' + t + '"' for t in terms if any(ch.isalnum() for ch in t))
+
+
+# --------------------------------------------------------------------------------------------
+
+
+class SessionDB:
+    """SQLite session store shared by every Hermes surface and process.
+
+    Sessions: ``create_session``, ``get_session``, ``list_sessions``, ``end_session``,
+    ``set_session_title``, ``set_session_model``, ``set_system_prompt``, ``update_session_usage``,
+    ``resolve_session``, ``delete_session``, ``prune_sessions``.
+    Messages: ``append_message(s)``, ``get_messages`` (rows), ``get_active_messages`` (OpenAI
+    dicts), ``replace_active_messages`` (compaction in place), ``max_message_id``,
+    ``search_messages`` (FTS5, includes compacted rows).
+    Gateway: ``bind_session_key``, ``get_session_for_key``.
+    Compression lock (SPEC §5): ``try_acquire_compression_lock``, ``refresh_compression_lock``,
+    ``release_compression_lock``, ``get_compression_lock_holder``.
+    Health: ``integrity_check`` (for ``hermes doctor``), ``close`` / context manager.
+
+    One connection per instance, guarded by an RLock, usable from several threads.
+    """
+
+    def __init__(self, db_path: Optional[str | os.PathLike[str]] = None) -> None:
+        if db_path is None:
+            from agent.config import hermes_home
+            db_path = hermes_home() / "state.db"
+        self.db_path = Path(db_path).expanduser()
+        self._lock = threading.RLock()
+        self._conn: Optional[sqlite3.Connection] = None
+        try:
+            self.db_path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(self.db_path), timeout=BUSY_TIMEOUT_MS / 1000,
+                                   isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
+            raise SessionDBError(f"cannot open the session store {self.db_path}: {exc}") from exc
+        self._conn = conn
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            self._set_wal()
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise SessionDBError(
+                f"{self.db_path} is not a usable SQLite session store ({exc}). Move it aside "
+                f"(e.g. rename it to {self.db_path.name}.bad) and Hermes will create a new one, "
+                "or restore it from a backup.") from exc
+
+    # -- connection plumbing -----------------------------------------------------------------
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise SessionDBError(f"the session store {self.db_path} is closed")
+        return self._conn
+
+    def _set_wal(self) -> None:
+        # Switching to WAL needs a moment of exclusivity; a fresh file opened by several processes
+        # at once can see "locked" here, so retry like any write.
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                self.conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or attempt == WRITE_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1) + random.random() * 0.05)
+
+    def _migrate(self) -> None:
+        """Apply the migrations this file has not seen yet; cheap (one PRAGMA) when up to date."""
+        if self.conn.execute("PRAGMA user_version").fetchone()[0] >= len(MIGRATIONS):
+            return
+        for number, migration in enumerate(MIGRATIONS, start=1):
+            def step(c: sqlite3.Connection) -> None:
+                # Re-read inside the write transaction: another process may have just migrated.
+                if c.execute("PRAGMA user_version").fetchone()[0] < number:
+                    migration(c)
+                    c.execute(f"PRAGMA user_version = {number}")
+            self._write(step)
+
+    def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` in one BEGIN IMMEDIATE transaction, retrying a bounded number of times when
+        another process holds the write lock past the busy timeout."""
+        with self._lock:
+            conn = self.conn
+            for attempt in range(WRITE_ATTEMPTS):
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    try:
+                        result = fn(conn)
+                        conn.execute("COMMIT")
+                        return result
+                    except BaseException:
+                        if conn.in_transaction:
+                            conn.execute("ROLLBACK")
+                        raise
+                except sqlite3.OperationalError as exc:
+                    if not _is_busy(exc) or attempt == WRITE_ATTEMPTS - 1:
+                        raise
+                    time.sleep(min(1.0, 0.05 * 2 ** attempt) * (0.5 + random.random()))
+            raise AssertionError("unreachable")
+
+    def _read(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            cur = self.conn.execute(sql, tuple(params))
+            cur.row_factory = sqlite3.Row
+            return cur.fetchall()
+
+    def close(self) -> None:
+        """Close the connection; safe to call twice."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> "SessionDB":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def schema_version(self) -> int:
+        return self._read("PRAGMA user_version")[0][0]
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    def create_session(self, session_id: Optional[str] = None, source: str = "cli",
+                       model: Optional[str] = None, title: Optional[str] = None,
+                       parent_session_id: Optional[str] = None, user_id: Optional[str] = None,
+                       system_prompt: Optional[str] = None) -> str:
+        """Create a session (or return an existing one untouched, so callers can be idempotent)."""
+        sid = session_id or new_session_id()
+        title = (title or "").strip() or None
+
+        def tx(c: sqlite3.Connection) -> str:
+            if c.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone():
+                return sid
+            self._check_title_free(c, sid, title)
+            now = time.time()
+            c.execute("INSERT INTO sessions (id, source, user_id, model, title, parent_session_id,"
+                      " system_prompt, started_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)",
+                      (sid, source, user_id, model, title, parent_session_id, system_prompt,
+                       now, now))
+            return sid
+        return self._write(tx)
+
+    @staticmethod
+    def _check_title_free(c: sqlite3.Connection, sid: str, title: Optional[str]) -> None:
+        if title is None:
+            return
+        row = c.execute("SELECT id FROM sessions WHERE title = ? AND id != ?", (title, sid)).fetchone()
+        if row:
+            raise ValueError(f"the title {title!r} is already used by session {row[0]}; "
+                             "pick another title")
+
+    def get_session(self, session_id: str) -> Optional[dict[str, Any]]:
+        rows = self._read("SELECT * FROM sessions WHERE id = ?", (session_id,))
+        return dict(rows[0]) if rows else None
+
+    def list_sessions(self, limit: int = 50, offset: int = 0,
+                      source: Optional[str] = None) -> list[dict[str, Any]]:
+        """Most recently active first, each with message_count (all rows) and a short preview."""
+        where, params = ("WHERE s.source = ?", [source]) if source else ("", [])
+        rows = self._read(
+            "SELECT s.*, (SELECT m.content || char(0) || m.content_json FROM messages AS m"
+            "  WHERE m.session_id = s.id AND m.role = 'user' ORDER BY m.seq, m.id LIMIT 1)"
+            f" AS _first FROM sessions AS s {where}"
+            " ORDER BY COALESCE(s.updated_at, s.started_at) DESC, s.id DESC LIMIT ? OFFSET ?",
+            [*params, int(limit), int(offset)])
+        out = []
+        for row in rows:
+            d = dict(row)
+            first = d.pop("_first")
+            text = ""
+            if first is not None:
+                raw, _, flag = first.rpartition("\x00")
+                text = " ".join(_content_text(_decode_content(raw, int(flag or 0))).split())
+            d["preview"] = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1] + "…"
+            out.append(d)
+        return out
+
+    def _update_session(self, session_id: str, sql: str, params: Iterable[Any]) -> bool:
+        return self._write(lambda c: c.execute(
+            f"UPDATE sessions SET {sql}, updated_at = ? WHERE id = ?",
+            (*params, time.time(), session_id)).rowcount > 0)
+
+    def end_session(self, session_id: str, reason: Optional[str] = None) -> bool:
+        """Mark a session finished; it stays in the store (and searchable)."""
+        return self._update_session(session_id, "ended_at = ?, end_reason = ?",
+                                    (time.time(), reason))
+
+    def set_session_title(self, session_id: str, title: Optional[str]) -> bool:
+        """Rename; titles are unique so they can be used to resume. Empty clears the title."""
+        title = (title or "").strip() or None
+
+        def tx(c: sqlite3.Connection) -> bool:
+            self._check_title_free(c, session_id, title)
+            return c.execute("UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?",
+                             (title, time.time(), session_id)).rowcount > 0
+        return self._write(tx)
+
+    def set_session_model(self, session_id: str, model: Optional[str]) -> bool:
+        return self._update_session(session_id, "model = ?", (model,))
+
+    def set_system_prompt(self, session_id: str, text: Optional[str]) -> bool:
+        """Store the system prompt so a resumed session sends the same bytes (prompt caching)."""
+        return self._update_session(session_id, "system_prompt = ?", (text,))
+
+    def update_session_usage(self, session_id: str, prompt_tokens: int = 0,
+                             completion_tokens: int = 0) -> bool:
+        """Add one call's token usage to the session totals."""
+        return self._update_session(
+            session_id, "prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?",
+            (int(prompt_tokens or 0), int(completion_tokens or 0)))
+
+    def resolve_session(self, ref: str) -> Optional[str]:
+        """What a user typed (exact id, exact title, or an unambiguous id prefix) -> session id."""
+        ref = (ref or "").strip()
+        if not ref:
+            return None
+        for sql in ("SELECT id FROM sessions WHERE id = ?", "SELECT id FROM sessions WHERE title = ?"):
+            rows = self._read(sql, (ref,))
+            if rows:
+                return rows[0][0]
+        rows = self._read("SELECT id FROM sessions WHERE substr(id, 1, ?) = ? LIMIT 2",
+                          (len(ref), ref))
+        return rows[0][0] if len(rows) == 1 else None
+
+    @staticmethod
+    def _delete_session_rows(c: sqlite3.Connection, session_id: str) -> bool:
+        c.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))  # triggers clean FTS
+        c.execute("DELETE FROM compression_locks WHERE session_id = ?", (session_id,))
+        c.execute("DELETE FROM session_keys WHERE session_id = ?", (session_id,))
+        return c.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
+
+    def delete_session(self, session_id: str) -> bool:
+        """Remove a session with its messages, search rows, lock and gateway bindings."""
+        return self._write(lambda c: self._delete_session_rows(c, session_id))
+
+    def prune_sessions(self, older_than_days: float, source: Optional[str] = None) -> int:
+        """Delete sessions with no activity (update or end) for ``older_than_days``.
+
+        Sessions whose compression lock is still live are kept: someone is working on them.
+        """
+        now = time.time()
+        cutoff = now - float(older_than_days) * 86400
+
+        def tx(c: sqlite3.Connection) -> int:
+            sql = ("SELECT id FROM sessions WHERE MAX(COALESCE(updated_at, 0),"
+                   " COALESCE(ended_at, 0), COALESCE(started_at, 0)) < ?"
+                   " AND id NOT IN (SELECT session_id FROM compression_locks WHERE expires_at > ?)")
+            params: list[Any] = [cutoff, now]
+            if source:
+                sql += " AND source = ?"
+                params.append(source)
+            ids = [r[0] for r in c.execute(sql, params).fetchall()]
+            return sum(self._delete_session_rows(c, sid) for sid in ids)
+        return self._write(tx)
+
+    # -- messages ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _insert_messages(c: sqlite3.Connection, session_id: str,
+                         messages: list[dict[str, Any]], seq_start: Optional[int] = None
+                         ) -> list[int]:
+        """Insert in order inside the caller's transaction; keeps the session counters current."""
+        now = time.time()
+        c.execute("INSERT OR IGNORE INTO sessions (id, source, started_at, updated_at) "
+                  "VALUES (?, 'unknown', ?, ?)", (session_id, now, now))
+        if seq_start is None:
+            seq_start = c.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM messages "
+                                  "WHERE session_id = ?", (session_id,)).fetchone()[0]
+        ids = []
+        for offset, msg in enumerate(messages):
+            content, is_json = _encode_content(msg.get("content"))
+            cur = c.execute(
+                "INSERT INTO messages (session_id, role, content, content_json, tool_calls,"
+                " tool_call_id, tool_name, created_at, token_count, seq)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (session_id, msg.get("role") or "user", content, is_json,
+                 _encode_tool_calls(msg.get("tool_calls")), msg.get("tool_call_id"),
+                 msg.get("tool_name") or msg.get("name"), now, msg.get("token_count"),
+                 seq_start + offset))
+            ids.append(int(cur.lastrowid))
+        c.execute("UPDATE sessions SET message_count = message_count + ?, updated_at = ? "
+                  "WHERE id = ?", (len(ids), now, session_id))
+        return ids
+
+    def append_message(self, session_id: str, role: str, content: Any = None,
+                       tool_calls: Any = None, tool_call_id: Optional[str] = None,
+                       tool_name: Optional[str] = None, token_count: Optional[int] = None) -> int:
+        """Persist one message (creating the session row if needed); returns its row id."""
+        msg = {"role": role, "content": content, "tool_calls": tool_calls,
+               "tool_call_id": tool_call_id, "tool_name": tool_name, "token_count": token_count}
+        return self._write(lambda c: self._insert_messages(c, session_id, [msg]))[0]
+
+    def append_messages(self, session_id: str, messages: list[dict[str, Any]]) -> list[int]:
+        """Persist OpenAI-format message dicts in one transaction (all or nothing)."""
+        if not messages:
+            return []
+        return self._write(lambda c: self._insert_messages(c, session_id, list(messages)))
+
+    def get_messages(self, session_id: str, include_inactive: bool = False) -> list[dict[str, Any]]:
+        """Stored rows in conversation order. A corrupt tool_calls column comes back as raw text."""
+        where = "" if include_inactive else " AND active = 1"
+        rows = self._read(f"SELECT * FROM messages WHERE session_id = ?{where} ORDER BY seq, id",
+                          (session_id,))
+        out = []
+        for row in rows:
+            d = dict(row)
+            d["content"] = _decode_content(d["content"], d.pop("content_json"))
+            d["tool_calls"], _ = _parse_tool_calls(d["tool_calls"])
+            out.append(d)
+        return out
+
+    def get_active_messages(self, session_id: str) -> list[dict[str, Any]]:
+        """The live history as clean OpenAI-format dicts, ready to send to a provider."""
+        out = []
+        for row in self._read(
+                "SELECT id, role, content, content_json, tool_calls, tool_call_id, tool_name "
+                "FROM messages WHERE session_id = ? AND active = 1 ORDER BY seq, id",
+                (session_id,)):
+            msg: dict[str, Any] = {"role": row["role"],
+                                   "content": _decode_content(row["content"], row["content_json"])}
+            tool_calls, ok = _parse_tool_calls(row["tool_calls"])
+            if not ok:
+                logger.warning("session %s message %s: unreadable tool_calls dropped",
+                               session_id, row["id"])
+            elif tool_calls:
+                msg["tool_calls"] = tool_calls
+            if row["tool_call_id"]:
+                msg["tool_call_id"] = row["tool_call_id"]
+            if row["role"] == "tool" and row["tool_name"]:
+                msg["name"] = row["tool_name"]
+            out.append(msg)
+        return out
+
+    def replace_active_messages(self, session_id: str, new_messages: list[dict[str, Any]],
+                                upto_id: Optional[int] = None) -> list[int]:
+        """Persist a compaction in place, in one transaction, deleting nothing.
+
+        The session's active rows (only ids <= ``upto_id`` when given, so rows another process
+        appended meanwhile survive) become ``active=0, compacted=1``; ``new_messages`` become the
+        active rows in their place, ordered before any surviving later rows.
+        """
+        def tx(c: sqlite3.Connection) -> list[int]:
+            bound = "" if upto_id is None else " AND id <= ?"
+            params: list[Any] = [session_id] + ([] if upto_id is None else [int(upto_id)])
+            c.execute(f"UPDATE messages SET active = 0, compacted = 1 "
+                      f"WHERE session_id = ? AND active = 1{bound}", params)
+            later = c.execute("SELECT MIN(seq) FROM messages WHERE session_id = ? AND active = 1",
+                              (session_id,)).fetchone()[0]
+            if later is not None and new_messages:  # make room before the surviving rows
+                c.execute("UPDATE messages SET seq = seq + ? WHERE session_id = ? AND seq >= ?",
+                          (len(new_messages), session_id, later))
+            ids = self._insert_messages(c, session_id, list(new_messages), seq_start=later)
+            c.execute("UPDATE sessions SET compactions = compactions + 1 WHERE id = ?",
+                      (session_id,))
+            return ids
+        return self._write(tx)
+
+    def max_message_id(self, session_id: str) -> Optional[int]:
+        """Highest row id of the session: the ``upto_id`` a compressor saw."""
+        return self._read("SELECT MAX(id) FROM messages WHERE session_id = ?", (session_id,))[0][0]
+
+    def search_messages(self, query: str, limit: int = 20, session_id: Optional[str] = None,
+                        role: Optional[str] = None) -> list[dict[str, Any]]:
+        """Full-text search over all messages, compacted ones included.
+
+        FTS5 syntax (``OR``, ``"phrases"``, ``prefix*``) works when valid; anything that does not
+        parse is retried with each term quoted, so user input never raises.
+        """
+        if not (query or "").strip():
+            return []
+        sql = ("SELECT m.session_id, m.id AS message_id, m.role,"
+               " snippet(messages_fts, -1, '»', '«', '…', 12) AS snippet, m.created_at, m.active,"
+               " s.title AS session_title FROM messages_fts"
+               " JOIN messages AS m ON m.id = messages_fts.rowid"
+               " LEFT JOIN sessions AS s ON s.id = m.session_id WHERE messages_fts MATCH ?")
+        params: list[Any] = []
+        if session_id:
+            sql += " AND m.session_id = ?"
+            params.append(session_id)
+        if role:
+            sql += " AND m.role = ?"
+            params.append(role)
+        sql += " ORDER BY rank LIMIT ?"
+        params.append(int(limit))
+        for attempt in (query, _fts_fallback_query(query)):
+            if not attempt:
+                return []
+            try:
+                return [dict(r) for r in self._read(sql, [attempt, *params])]
+            except sqlite3.OperationalError as exc:
+                if _is_busy(exc):
+                    raise
+                logger.debug("fts query %r rejected (%s); retrying quoted", attempt, exc)
+        return []
+
+    # -- gateway session keys ----------------------------------------------------------------
+
+    def bind_session_key(self, key: str, session_id: str) -> None:
+        """Point a chat (e.g. ``telegram:dm:42``) at its current session."""
+        self._write(lambda c: c.execute(
+            "INSERT INTO session_keys (key, session_id, updated_at) VALUES (?, ?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET session_id = excluded.session_id, "
+            "updated_at = excluded.updated_at", (key, session_id, time.time())))
+
+    def get_session_for_key(self, key: str) -> Optional[str]:
+        rows = self._read("SELECT session_id FROM session_keys WHERE key = ?", (key,))
+        return rows[0][0] if rows else None
+
+    # -- compression lock (SPEC §5) ----------------------------------------------------------
+
+    def try_acquire_compression_lock(self, session_id: str, holder: str,
+                                     ttl_seconds: float = 300) -> bool:
+        """Take the session's compression lock, reclaiming an expired or dead holder's row first.
+
+        One write transaction, so two processes can never both succeed. Re-acquiring by the
+        same holder refreshes the lease. Any database error returns False (fail closed).
+        """
+        def tx(c: sqlite3.Connection) -> bool:
+            now = time.time()
+            row = c.execute("SELECT holder, expires_at FROM compression_locks "
+                            "WHERE session_id = ?", (session_id,)).fetchone()
+            if row and row[0] != holder and (
+                    (row[1] is not None and row[1] <= now) or holder_is_dead(row[0])):
+                c.execute("DELETE FROM compression_locks WHERE session_id = ?", (session_id,))
+                row = None
+            if row is None:
+                c.execute("INSERT INTO compression_locks (session_id, holder, acquired_at,"
+                          " expires_at) VALUES (?, ?, ?, ?)",
+                          (session_id, holder, now, now + ttl_seconds))
+                return True
+            if row[0] == holder:
+                c.execute("UPDATE compression_locks SET expires_at = ? WHERE session_id = ?",
+                          (now + ttl_seconds, session_id))
+                return True
+            return False
+        try:
+            return self._write(tx)
+        except sqlite3.Error as exc:
+            logger.warning("compression lock for %s not acquired: %s", session_id, exc)
+            return False
+
+    def refresh_compression_lock(self, session_id: str, holder: str,
+                                 ttl_seconds: float = 300) -> bool:
+        """Extend our own lease while a long summary runs; False if it is no longer ours."""
+        try:
+            return self._write(lambda c: c.execute(
+                "UPDATE compression_locks SET expires_at = ? WHERE session_id = ? AND holder = ?",
+                (time.time() + ttl_seconds, session_id, holder)).rowcount > 0)
+        except sqlite3.Error as exc:
+            logger.warning("compression lock for %s not refreshed: %s", session_id, exc)
+            return False
+
+    def release_compression_lock(self, session_id: str, holder: str) -> bool:
+        """Delete the lock only if this holder owns it (never someone else's)."""
+        try:
+            return self._write(lambda c: c.execute(
+                "DELETE FROM compression_locks WHERE session_id = ? AND holder = ?",
+                (session_id, holder)).rowcount > 0)
+        except sqlite3.Error as exc:
+            logger.warning("compression lock for %s not released: %s", session_id, exc)
+            return False
+
+    def get_compression_lock_holder(self, session_id: str) -> Optional[str]:
+        """The live holder, or None when unlocked, expired, or held by a dead process."""
+        rows = self._read("SELECT holder, expires_at FROM compression_locks WHERE session_id = ?",
+                          (session_id,))
+        if not rows:
+            return None
+        holder, expires_at = rows[0]
+        if (expires_at is not None and expires_at <= time.time()) or holder_is_dead(holder):
+            return None
+        return holder
+
+    # -- health ------------------------------------------------------------------------------
+
+    def integrity_check(self) -> list[str]:
+        """Problems found in the file (empty list = healthy). Slow on big stores: doctor only."""
+        problems: list[str] = []
+        try:
+            for (line,) in self._read("PRAGMA integrity_check"):
+                if line != "ok":
+                    problems.append(f"sqlite integrity: {line}")
+            for row in self._read("PRAGMA foreign_key_check"):
+                problems.append(f"foreign key: row {row[1]} of {row[0]} points to a missing "
+                                f"{row[2]}")
+            version = self.schema_version()
+            if version != len(MIGRATIONS):
+                problems.append(f"schema version {version}, this Hermes expects {len(MIGRATIONS)}")
+            try:
+                self._write(lambda c: c.execute(
+                    "INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')"))
+            except sqlite3.DatabaseError as exc:
+                problems.append(f"search index: {exc}")
+            n_msg = self._read("SELECT COUNT(*) FROM messages")[0][0]
+            n_fts = self._read("SELECT COUNT(*) FROM messages_fts")[0][0]
+            if n_msg != n_fts:
+                problems.append(f"search index has {n_fts} rows for {n_msg} messages")
+        except sqlite3.DatabaseError as exc:
+            problems.append(f"database error: {exc}")
+        return problems
+
+
+__all__ = ["SessionDB", "SessionDBError", "MIGRATIONS", "holder_is_dead", "new_session_id"]
