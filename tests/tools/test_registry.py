@@ -1,0 +1,171 @@
+"""Registry: definitions shape, toolset filtering, availability, dispatch errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tools.registry import (
+    ToolContext,
+    ToolError,
+    ToolSpec,
+    check_toolset_requirements,
+    dispatch,
+    get_tool_definitions,
+    register,
+    unregister,
+)
+
+BUILTIN = {"terminal", "read_file", "write_file", "patch", "search_files", "todo"}
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    return ToolContext(cwd=tmp_path)
+
+
+@pytest.fixture
+def echo_tool():
+    """A throwaway tool with typed parameters, removed again after the test."""
+
+    def handler(args, ctx):
+        return json.dumps(args, sort_keys=True)
+
+    register(ToolSpec(
+        "t_echo", "echo args back",
+        {"type": "object", "properties": {
+            "text": {"type": "string"}, "n": {"type": "integer"}, "flag": {"type": "boolean"},
+            "items": {"type": "array"}, "mode": {"type": "string", "enum": ["a", "b"]},
+        }, "required": ["text"]},
+        handler, "testing",
+    ))
+    yield "t_echo"
+    unregister("t_echo")
+
+
+def names(defs):
+    return {d["function"]["name"] for d in defs}
+
+
+def test_definitions_are_openai_shaped():
+    defs = get_tool_definitions()
+    assert BUILTIN <= names(defs)
+    for d in defs:
+        assert d["type"] == "function"
+        fn = d["function"]
+        assert set(fn) == {"name", "description", "parameters"}
+        assert fn["description"]
+        assert fn["parameters"]["type"] == "object"
+        json.dumps(d)  # must be serialisable as-is
+
+
+def test_fresh_list_each_call():
+    a, b = get_tool_definitions(), get_tool_definitions()
+    assert a == b and a is not b
+    a.clear()
+    assert BUILTIN <= names(get_tool_definitions())
+
+
+def test_filter_by_toolsets():
+    assert names(get_tool_definitions(enabled_toolsets=["file"])) == {
+        "read_file", "write_file", "patch", "search_files"}
+    assert names(get_tool_definitions(enabled_toolsets=["terminal", "todo"])) == {"terminal", "todo"}
+    without = names(get_tool_definitions(disabled_toolsets=["terminal"]))
+    assert "terminal" not in without and "read_file" in without
+    assert names(get_tool_definitions(enabled_toolsets=["file"], disabled_toolsets=["file"])) == set()
+    assert names(get_tool_definitions(enabled_toolsets=[])) == set()
+
+
+def test_unavailable_tools_are_hidden_and_explained(ctx):
+    register(ToolSpec("t_gone", "needs a thing", {"type": "object", "properties": {}},
+                      lambda a, c: "ran", "ghost", check=lambda: "the thing is not installed"))
+    try:
+        assert "t_gone" not in names(get_tool_definitions())
+        assert check_toolset_requirements() == {"ghost": "t_gone: the thing is not installed"}
+        with pytest.raises(ToolError, match="unavailable: the thing is not installed"):
+            dispatch("t_gone", {}, ctx)
+    finally:
+        unregister("t_gone")
+    assert check_toolset_requirements() == {}
+
+
+def test_crashing_check_counts_as_unavailable():
+    def boom():
+        raise RuntimeError("kaput")
+
+    register(ToolSpec("t_boom", "x", {"type": "object", "properties": {}}, lambda a, c: "", "boomset", boom))
+    try:
+        assert "t_boom" not in names(get_tool_definitions())
+        assert "kaput" in check_toolset_requirements()["boomset"]
+    finally:
+        unregister("t_boom")
+
+
+def test_dispatch_unknown_tool_lists_available(ctx):
+    with pytest.raises(ToolError) as err:
+        dispatch("nope", {}, ctx)
+    msg = str(err.value)
+    assert "unknown tool 'nope'" in msg and "read_file" in msg and "terminal" in msg
+
+
+def test_dispatch_missing_required(ctx, echo_tool):
+    with pytest.raises(ToolError, match="missing required parameter 'text'"):
+        dispatch(echo_tool, {"n": 1}, ctx)
+    with pytest.raises(ToolError, match="'path'"):
+        dispatch("read_file", {}, ctx)
+
+
+@pytest.mark.parametrize("bad, param", [
+    ({"text": 5}, "text"),
+    ({"text": "x", "n": "many"}, "n"),
+    ({"text": "x", "n": True}, "n"),
+    ({"text": "x", "flag": "maybe"}, "flag"),
+    ({"text": "x", "items": "a,b"}, "items"),
+    ({"text": "x", "mode": "c"}, "mode"),
+])
+def test_dispatch_wrong_type_names_parameter(ctx, echo_tool, bad, param):
+    with pytest.raises(ToolError, match=f"'{param}'"):
+        dispatch(echo_tool, bad, ctx)
+
+
+def test_dispatch_coerces_harmless_near_misses(ctx, echo_tool):
+    out = json.loads(dispatch(echo_tool, {"text": "x", "n": "7", "flag": "true", "mode": None}, ctx))
+    assert out == {"text": "x", "n": 7, "flag": True}
+
+
+def test_dispatch_accepts_json_string_args_and_rejects_junk(ctx, echo_tool):
+    assert json.loads(dispatch(echo_tool, '{"text": "hi"}', ctx)) == {"text": "hi"}
+    with pytest.raises(ToolError, match="not valid JSON"):
+        dispatch(echo_tool, "{text: hi", ctx)
+    with pytest.raises(ToolError, match="JSON object"):
+        dispatch(echo_tool, ["hi"], ctx)
+
+
+def test_handler_exceptions_become_tool_errors(ctx):
+    def handler(args, ctx):
+        raise ValueError("bad input")
+
+    register(ToolSpec("t_raise", "x", {"type": "object", "properties": {}}, handler, "testing"))
+    try:
+        with pytest.raises(ToolError, match="t_raise failed: ValueError: bad input"):
+            dispatch("t_raise", {}, ctx)
+    finally:
+        unregister("t_raise")
+
+
+def test_import_is_lazy_about_builtin_tools():
+    """Importing the registry must not import the tool modules (start-up cost)."""
+    code = (
+        "import sys, tools.registry as r\n"
+        "assert 'tools.terminal' not in sys.modules and 'tools.files' not in sys.modules\n"
+        "r.get_tool_definitions()\n"
+        "assert 'tools.terminal' in sys.modules and 'tools.files' in sys.modules\n"
+        "assert 'tools.approval' not in sys.modules\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

@@ -1,0 +1,292 @@
+"""Tool registry: the one place the agent loop learns which tools exist and runs them.
+
+Kept cheap to import (the agent imports it at start-up): schemas are plain dicts and the
+built-in tool modules are imported lazily, on the first `get_tool_definitions()` / `dispatch()`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+logger = logging.getLogger(__name__)
+
+# Built-in tool modules; each registers its tools when imported.
+_BUILTIN_MODULES = ("tools.terminal", "tools.files", "tools.todo")
+
+# toolset -> tool names it contains (built-ins; plugins add theirs via register()).
+TOOLSETS: dict[str, tuple[str, ...]] = {
+    "terminal": ("terminal",),
+    "file": ("read_file", "write_file", "patch", "search_files"),
+    "todo": ("todo",),
+}
+
+
+class ToolError(Exception):
+    """A tool-level failure; the loop hands the message back to the model so it can adapt."""
+
+
+@dataclass
+class ToolContext:
+    """Per-call environment handed to every tool handler."""
+
+    cwd: Path
+    task_id: str | None = None
+    session_id: str | None = None
+    approval_callback: Callable[[str, str], str] | None = None
+    yolo: bool = False
+    always_allowed: set[str] = field(default_factory=set)
+    interrupt_event: threading.Event | None = None
+    max_output_chars: int = 50_000
+    timeout: int = 180
+
+    def __post_init__(self) -> None:
+        self.cwd = Path(self.cwd).expanduser()
+
+
+@dataclass
+class ToolSpec:
+    """A tool: its OpenAI-style JSON schema plus the function that runs it."""
+
+    name: str
+    description: str
+    parameters: dict
+    handler: Callable[[dict, ToolContext], str]
+    toolset: str
+    check: Callable[[], str | None] | None = None
+
+
+_registry: dict[str, ToolSpec] = {}
+_definitions: dict[str, dict] = {}  # name -> prebuilt OpenAI definition
+_lock = threading.RLock()
+_builtins_loaded = False
+
+
+def register(spec: ToolSpec) -> None:
+    """Add (or replace) a tool. Later registrations of the same name win."""
+    if not spec.name or not callable(spec.handler):
+        raise ValueError("a tool needs a name and a callable handler")
+    params = spec.parameters or {"type": "object", "properties": {}}
+    with _lock:
+        if spec.name in _registry:
+            logger.debug("tool %r re-registered", spec.name)
+        _registry[spec.name] = spec
+        _definitions[spec.name] = {
+            "type": "function",
+            "function": {"name": spec.name, "description": spec.description, "parameters": params},
+        }
+
+
+def unregister(name: str) -> bool:
+    """Remove a tool (plugins unloading, tests); True when it existed."""
+    with _lock:
+        _definitions.pop(name, None)
+        return _registry.pop(name, None) is not None
+
+
+def _ensure_builtins() -> None:
+    """Import the built-in tool modules once; a broken module must not take the others down."""
+    global _builtins_loaded
+    if _builtins_loaded:
+        return
+    with _lock:
+        if _builtins_loaded:
+            return
+        _builtins_loaded = True
+        for mod in _BUILTIN_MODULES:
+            try:
+                importlib.import_module(mod)
+            except Exception:  # pragma: no cover - only on a broken install
+                logger.exception("could not load tool module %s", mod)
+
+
+def _unavailable_reason(spec: ToolSpec) -> str | None:
+    if spec.check is None:
+        return None
+    try:
+        return spec.check()
+    except Exception as exc:  # a crashing check means "not usable", not a crash of the agent
+        return f"availability check failed: {exc}"
+
+
+def _selected(toolset: str, enabled: set[str] | None, disabled: set[str]) -> bool:
+    if toolset in disabled:
+        return False
+    return enabled is None or "all" in enabled or "*" in enabled or toolset in enabled
+
+
+def get_tool_definitions(
+    enabled_toolsets: list[str] | None = None, disabled_toolsets: list[str] | None = None
+) -> list[dict]:
+    """OpenAI-format definitions of the available tools in the selected toolsets.
+
+    The definition dicts are built once at registration and shared: treat them as read-only.
+    """
+    _ensure_builtins()
+    enabled = set(enabled_toolsets) if enabled_toolsets is not None else None
+    disabled = set(disabled_toolsets or ())
+    with _lock:
+        specs = list(_registry.values())
+    return [
+        _definitions[s.name]
+        for s in specs
+        if _selected(s.toolset, enabled, disabled) and _unavailable_reason(s) is None
+    ]
+
+
+def get_tool_names(
+    enabled_toolsets: list[str] | None = None, disabled_toolsets: list[str] | None = None
+) -> list[str]:
+    """Names of the tools get_tool_definitions() would offer."""
+    return [d["function"]["name"] for d in get_tool_definitions(enabled_toolsets, disabled_toolsets)]
+
+
+def get_toolset(name: str) -> str | None:
+    """The toolset a tool belongs to, or None for an unknown tool."""
+    _ensure_builtins()
+    spec = _registry.get(name)
+    return spec.toolset if spec else None
+
+
+def check_toolset_requirements() -> dict[str, str]:
+    """toolset -> why it is unavailable; a toolset is listed only when none of its tools work."""
+    _ensure_builtins()
+    with _lock:
+        specs = list(_registry.values())
+    reasons: dict[str, list[str]] = {}
+    ok: set[str] = set()
+    for spec in specs:
+        reason = _unavailable_reason(spec)
+        if reason is None:
+            ok.add(spec.toolset)
+        else:
+            reasons.setdefault(spec.toolset, []).append(f"{spec.name}: {reason}")
+    return {ts: "; ".join(r) for ts, r in reasons.items() if ts not in ok}
+
+
+# --- argument validation -------------------------------------------------------------------
+
+_TYPE_NAMES = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "array": "an array",
+    "object": "an object",
+    "null": "null",
+}
+
+
+def _coerce(value: Any, typ: str) -> tuple[bool, Any]:
+    """Check `value` against a JSON-schema type; accept the harmless near-misses models emit."""
+    if typ == "string":
+        return isinstance(value, str), value
+    if typ == "boolean":
+        if isinstance(value, bool):
+            return True, value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return True, value.lower() == "true"
+        return False, value
+    if typ == "integer":
+        if isinstance(value, bool):
+            return False, value
+        if isinstance(value, int):
+            return True, value
+        if isinstance(value, float) and value.is_integer():
+            return True, int(value)
+        if isinstance(value, str):
+            try:
+                return True, int(value.strip())
+            except ValueError:
+                return False, value
+        return False, value
+    if typ == "number":
+        if isinstance(value, bool):
+            return False, value
+        if isinstance(value, (int, float)):
+            return True, value
+        if isinstance(value, str):
+            try:
+                return True, float(value.strip())
+            except ValueError:
+                return False, value
+        return False, value
+    if typ == "array":
+        return isinstance(value, list), value
+    if typ == "object":
+        return isinstance(value, dict), value
+    if typ == "null":
+        return value is None, value
+    return True, value  # unknown type keyword: don't second-guess the schema
+
+
+def validate_args(name: str, schema: dict, args: dict) -> dict:
+    """Check required parameters and basic types; returns args with light coercions applied."""
+    props: dict = schema.get("properties") or {}
+    missing = [p for p in schema.get("required") or () if p not in args or args[p] is None]
+    if missing:
+        raise ToolError(
+            f"{name}: missing required parameter{'s' if len(missing) > 1 else ''} "
+            + ", ".join(repr(m) for m in missing)
+        )
+    out = dict(args)
+    for key, value in args.items():
+        prop = props.get(key)
+        if not isinstance(prop, dict) or "type" not in prop:
+            continue
+        if value is None and key not in (schema.get("required") or ()):
+            out.pop(key)  # an explicit null for an optional parameter means "use the default"
+            continue
+        types = prop["type"] if isinstance(prop["type"], list) else [prop["type"]]
+        for typ in types:
+            ok, coerced = _coerce(value, typ)
+            if ok:
+                out[key] = coerced
+                break
+        else:
+            want = " or ".join(_TYPE_NAMES.get(t, t) for t in types)
+            raise ToolError(
+                f"{name}: parameter {key!r} must be {want}, got {type(value).__name__} {value!r:.80}"
+            )
+        enum = prop.get("enum")
+        if enum is not None and out[key] not in enum:
+            raise ToolError(f"{name}: parameter {key!r} must be one of {enum}, got {out[key]!r}")
+    return out
+
+
+def dispatch(name: str, args: dict | None, ctx: ToolContext) -> str:
+    """Run tool `name`; every failure comes out as a ToolError the model can read and fix."""
+    _ensure_builtins()
+    spec = _registry.get(name)
+    if spec is None:
+        available = ", ".join(sorted(_registry)) or "none"
+        raise ToolError(f"unknown tool {name!r}; available: {available}")
+    if args is None:
+        args = {}
+    if isinstance(args, str):  # the loop normally parses JSON, but be forgiving
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except ValueError as exc:
+            raise ToolError(f"{name}: arguments are not valid JSON ({exc})") from None
+    if not isinstance(args, dict):
+        raise ToolError(f"{name}: arguments must be a JSON object, got {type(args).__name__}")
+    reason = _unavailable_reason(spec)
+    if reason is not None:
+        raise ToolError(f"tool {name!r} is unavailable: {reason}")
+    args = validate_args(name, spec.parameters or {}, args)
+    try:
+        result = spec.handler(args, ctx)
+    except ToolError:
+        raise
+    except Exception as exc:
+        raise ToolError(f"{name} failed: {type(exc).__name__}: {exc}") from exc
+    if isinstance(result, str):
+        return result
+    if isinstance(result, (dict, list)):
+        return json.dumps(result, ensure_ascii=False)
+    return "" if result is None else str(result)
