@@ -30,7 +30,7 @@ def env_path() -> Path:
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
 
 class ModelConfig(_Section):

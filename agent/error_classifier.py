@@ -118,6 +118,8 @@ def classify_error(err: BaseException) -> ClassifiedError:
         return ClassifiedError(ErrorKind.RATE_LIMIT, status, text, retry_after=retry_after)
     if status == 408 or any(n.endswith(_TIMEOUT_NAMES) or n in _TIMEOUT_NAMES for n in names) or isinstance(err, TimeoutError):
         return ClassifiedError(ErrorKind.TIMEOUT, status, text)
+    if names & {"JSONDecodeError", "APIResponseValidationError"} or "no choices" in text:
+        return ClassifiedError(ErrorKind.SERVER, status, f"malformed response from the provider: {text}")
     if status is not None and status >= 500:
         return ClassifiedError(ErrorKind.SERVER, status, text, retry_after=retry_after)
     if names & set(_CONNECTION_NAMES) or isinstance(err, ConnectionError):

@@ -1,0 +1,138 @@
+"""Host side of compression: the cross-process lock, the compressor call, the compaction commit.
+
+The compressor (``agent.context_compressor``) is pure; this module owns the I/O around it:
+taking the per-session lock in the session store (SPEC §5), refreshing its lease while a slow
+summary runs, persisting the compaction in place, and raising the lock-skip signal the turn reads.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import threading
+from typing import Any, Optional
+
+from agent.tokens import estimate_messages_tokens_rough, estimate_text_tokens, estimate_tools_tokens
+
+log = logging.getLogger(__name__)
+
+LOCK_TTL_SECONDS = 300
+LEASE_REFRESH_SECONDS = 60
+
+
+def compression_skipped_due_to_lock(agent: Any) -> bool:
+    """True only for the two values the host sets on a lock-skip: ``True`` or a holder string.
+
+    Type-pinned on purpose: test doubles auto-create truthy attributes, and anything else
+    (None, 1, lists, mocks) must never divert a turn into the defer path.
+    """
+    value = getattr(agent, "_compression_skipped_due_to_lock", None)
+    return value is True or isinstance(value, str)
+
+
+def made_progress(before: list, after: list) -> bool:
+    """A pass made progress when it returned fewer messages or cut the rough tokens by >= 5%."""
+    if after is before:
+        return False
+    if len(after) < len(before):
+        return True
+    b = estimate_messages_tokens_rough(before)
+    return b > 0 and estimate_messages_tokens_rough(after) <= b * 0.95
+
+
+def lock_holder(agent: Any) -> str:
+    return (f"pid={os.getpid()}:tid={threading.get_ident()}:agent={id(agent):x}"
+            f":nonce={secrets.token_hex(4)}")
+
+
+class _LeaseRefresher:
+    """Extends the lock's lease while a long summary runs, so a live holder is never reclaimed."""
+
+    def __init__(self, db: Any, session_id: str, holder: str, ttl: int, every: float) -> None:
+        self._stop = threading.Event()
+        self._args = (db, session_id, holder, ttl)
+        self._every = every
+        self._thread = threading.Thread(target=self._run, name="hermes-lock-lease", daemon=True)
+
+    def _run(self) -> None:
+        db, session_id, holder, ttl = self._args
+        while not self._stop.wait(self._every):
+            try:
+                if not db.refresh_compression_lock(session_id, holder, ttl_seconds=ttl):
+                    log.warning("compression lock for %s was lost while summarising", session_id)
+                    return
+            except Exception as exc:  # the summary goes on; the next refresh may succeed
+                log.warning("could not refresh compression lock: %s", exc)
+
+    def __enter__(self) -> "_LeaseRefresher":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def _acquire(agent: Any, db: Any, session_id: str) -> Optional[str]:
+    """The holder string on success; on failure sets the lock-skip signal and returns None."""
+    holder = lock_holder(agent)
+    try:
+        ok = db.try_acquire_compression_lock(session_id, holder, ttl_seconds=LOCK_TTL_SECONDS)
+    except Exception as exc:
+        log.warning("compression lock acquire failed: %s", exc)
+        ok = False
+    if ok:
+        return holder
+    current = None
+    try:
+        current = db.get_compression_lock_holder(session_id)
+    except Exception:
+        pass
+    agent._compression_skipped_due_to_lock = current if isinstance(current, str) and current else True
+    return None
+
+
+def compress_context(agent: Any, messages: list, system_message: str, *, approx_tokens: Optional[int] = None,
+                     focus: Optional[str] = None, force: bool = False, overflowed: bool = False) -> tuple[list, str]:
+    """One compression pass under the session's lock; returns (messages, system prompt).
+
+    Returns the very list it was given when nothing changed (lock held elsewhere, nothing to do,
+    summary failed while the request still fits), so callers can test identity.
+    """
+    agent._compression_skipped_due_to_lock = None
+    comp = agent.context_compressor
+    if comp is None or len(messages) < 2:
+        return messages, system_message
+    db = agent._get_session_db()
+    session_id = agent.session_id
+    holder = None
+    if db is not None and session_id:
+        holder = _acquire(agent, db, session_id)
+        if holder is None:
+            return messages, system_message
+    try:
+        extra = estimate_text_tokens(system_message or "") + estimate_tools_tokens(agent.tools)
+        current = approx_tokens if approx_tokens is not None else estimate_messages_tokens_rough(messages) + extra
+        if overflowed:
+            current = max(current, getattr(comp, "window", comp.context_length) + 1)
+        if holder is not None:
+            with _LeaseRefresher(db, session_id, holder, LOCK_TTL_SECONDS, LEASE_REFRESH_SECONDS):
+                result = comp.compress(messages, current_tokens=current, focus=focus, force=force, extra_tokens=extra)
+        else:
+            result = comp.compress(messages, current_tokens=current, focus=focus, force=force, extra_tokens=extra)
+        if result.warning:
+            agent._emit_status("warning", result.warning)
+        if not result.changed or result.messages is messages:
+            return messages, system_message
+        agent._commit_compaction(messages, result.messages)
+        how = "summary" if result.summarized else ("deterministic digest" if result.fallback else "pruning")
+        agent._emit_status("compression", f"Compressed context by {how}: {len(messages)} -> "
+                                          f"{len(result.messages)} messages, ~{result.before_tokens:,} -> "
+                                          f"~{result.after_tokens:,} tokens.")
+        return result.messages, system_message
+    finally:
+        if holder is not None:
+            try:
+                db.release_compression_lock(session_id, holder)
+            except Exception as exc:
+                log.warning("could not release compression lock: %s", exc)

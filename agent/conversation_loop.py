@@ -1,0 +1,177 @@
+"""The turn loop: call the model, run tools, and the compression gates and error paths (SPEC §2, §6).
+
+``estimate_request_tokens_rough`` and ``estimate_messages_tokens_rough`` are looked up through this
+module's globals at call time (the seed test patches them here); ``jittered_backoff`` through
+``run_agent``.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Optional, Union
+
+from agent import results
+from agent.conversation_compression import compression_skipped_due_to_lock, made_progress
+from agent.error_classifier import ClassifiedError, ErrorKind, classify_error
+from agent.providers.openai_compat import ModelReply, StreamInterrupted
+from agent.tokens import estimate_messages_tokens_rough, estimate_request_tokens_rough, estimate_tools_tokens
+from agent.turn_context import TurnState
+
+log = logging.getLogger(__name__)
+
+MAX_RETRIES = 3
+
+
+class Interrupted(Exception):
+    """The user asked the running turn to stop."""
+
+
+def api_messages_for(state: TurnState) -> list[dict]:
+    if state.system_prompt:
+        return [{"role": "system", "content": state.system_prompt}, *state.messages]
+    return list(state.messages)
+
+
+def request_pressure(agent: Any, state: TurnState, api_messages: list[dict]) -> int:
+    """Tokens the next request will carry: a real reading plus what was added since, else the estimate."""
+    baseline = agent._usage_baseline
+    if baseline is not None and baseline[1] <= len(state.messages):
+        return baseline[0] + estimate_messages_tokens_rough(state.messages[baseline[1]:])
+    return estimate_messages_tokens_rough(api_messages) + estimate_tools_tokens(agent.tools)
+
+
+def pressure_gate(agent: Any, state: TurnState, api_messages: Optional[list[dict]] = None) -> None:
+    """Sites 2 and 5: compress before a request that is over the threshold; lock-skips are refunded."""
+    comp = agent.context_compressor
+    if not agent.compression_enabled or comp is None or len(state.messages) <= 1:
+        return
+    if not state.attempts_left or state.compression_blocked:
+        return
+    if comp.get_active_compression_failure_cooldown():
+        return
+    pressure = request_pressure(agent, state, api_messages if api_messages is not None else api_messages_for(state))
+    if not comp.should_compress(pressure):
+        return
+    state.compression_attempts += 1
+    before = state.messages
+    new_messages, new_prompt = agent._compress_context(before, state.system_prompt, approx_tokens=pressure)
+    if compression_skipped_due_to_lock(agent):
+        state.compression_attempts -= 1  # another process is compressing: send this request as it is
+        return
+    if made_progress(before, new_messages):
+        state.messages = new_messages
+        state.system_prompt = new_prompt or state.system_prompt
+    else:
+        state.compression_blocked = True
+
+
+def _compress_after_rejection(agent: Any, state: TurnState, err: ClassifiedError) -> Optional[dict]:
+    """Sites 3 and 4: the provider said the request is too big. None means: retry the request."""
+    comp = agent.context_compressor
+    if err.kind is ErrorKind.CONTEXT_OVERFLOW and err.context_limit and comp is not None:
+        agent._learn_context_limit(err.context_limit)
+    cap = agent.max_compression_attempts
+    state.compression_attempts += 1
+    what = "413 Payload Too Large" if err.kind is ErrorKind.PAYLOAD_TOO_LARGE else "context length exceeded"
+    if state.compression_attempts > cap:
+        agent._persist_session(state.messages)
+        return results.exhausted_result(state, f"{what} after {cap} compression attempts")
+    if comp is None or not agent.compression_enabled:
+        agent._persist_session(state.messages)
+        return results.exhausted_result(state, f"{what}, and compression is disabled")
+    before = state.messages
+    new_messages, new_prompt = agent._compress_context(before, state.system_prompt, overflowed=True)
+    if compression_skipped_due_to_lock(agent):
+        state.compression_attempts -= 1
+        agent._persist_session(state.messages)
+        return results.deferred_result(state)
+    if not made_progress(before, new_messages):
+        agent._persist_session(state.messages)
+        return results.exhausted_result(state, f"{what}; nothing left to compress")
+    state.messages = new_messages
+    state.system_prompt = new_prompt or state.system_prompt
+    return None
+
+
+def _failure_message(agent: Any, err: ClassifiedError, retries: int) -> str:
+    detail = agent._redact(err.message.strip().splitlines()[0][:300] if err.message.strip() else err.kind.value)
+    if err.kind is ErrorKind.AUTH:
+        return (f"The provider rejected the credentials ({err.status or 'auth error'}) at {agent.base_url}. "
+                f"Fix {agent._api_key_setting()} (or run `hermes setup`) and try again.")
+    if err.retryable:
+        return (f"The provider kept failing ({err.kind.value}: {detail}) after {retries} retries. "
+                f"Your message is saved; try again in a moment.")
+    return f"The provider refused the request ({err.status or err.kind.value}): {detail}"
+
+
+def call_model(agent: Any, state: TurnState, api_messages: list[dict]) -> Union[ModelReply, dict]:
+    """One model call with retries and the 413/overflow paths; a dict is a turn-ending result."""
+    import run_agent  # the seed patches run_agent.jittered_backoff
+
+    retries = 0
+    while True:
+        if agent._interrupt_event.is_set():
+            raise Interrupted()
+        state.api_calls += 1
+        try:
+            return agent._call_model_api(api_messages, state)
+        except StreamInterrupted:
+            raise Interrupted() from None
+        except Interrupted:
+            raise
+        except Exception as exc:
+            err = classify_error(exc)
+            log.info("provider error: %s (%s)", err.kind.value, agent._redact(err.message[:200]))
+            if err.kind in (ErrorKind.PAYLOAD_TOO_LARGE, ErrorKind.CONTEXT_OVERFLOW):
+                ended = _compress_after_rejection(agent, state, err)
+                if ended is not None:
+                    return ended
+                api_messages = api_messages_for(state)
+                continue
+            if err.retryable and retries < MAX_RETRIES:
+                retries += 1
+                delay = run_agent.jittered_backoff(retries, retry_after=err.retry_after)
+                agent._emit_status("retry", f"Provider {err.kind.value}; retrying in {delay:.1f}s "
+                                            f"({retries}/{MAX_RETRIES}).")
+                if delay and agent._interrupt_event.wait(delay):
+                    raise Interrupted() from None
+                continue
+            agent._persist_session(state.messages)
+            return results.failed_result(state, _failure_message(agent, err, retries))
+
+
+def run_loop(agent: Any, state: TurnState) -> dict:
+    """Call, run tools, repeat; stop at a final answer, max_iterations, or interrupt."""
+    iterations = 0
+    try:
+        while True:
+            if agent._interrupt_event.is_set():
+                raise Interrupted()
+            if iterations >= agent.max_iterations:
+                state.stop_reason = (f"Stopped after {iterations} model calls without a final answer "
+                                     f"(max_iterations={agent.max_iterations}). Say 'continue' to go on.")
+                agent._persist_session(state.messages)
+                return results.normal_result(state, None)
+            iterations += 1
+            api_messages = api_messages_for(state)
+            before = state.messages
+            pressure_gate(agent, state, api_messages)
+            if state.messages is not before:
+                api_messages = api_messages_for(state)
+            outcome = call_model(agent, state, api_messages)
+            if isinstance(outcome, dict):
+                return outcome
+            agent._record_usage(state, outcome)
+            state.messages.append(outcome.as_message())
+            agent._persist_session(state.messages)
+            if not outcome.tool_calls:
+                return results.normal_result(state, outcome.content or "")
+            state.messages.extend(agent._run_tools(outcome.tool_calls, state))
+            agent._persist_session(state.messages)
+            if agent._interrupt_event.is_set():
+                raise Interrupted()
+            pressure_gate(agent, state)
+    except Interrupted:
+        state.interrupted = True
+        state.stop_reason = "Interrupted by the user."
+        agent._persist_session(state.messages)
+        return results.normal_result(state, None)

@@ -1,0 +1,164 @@
+"""The wire: one chat-completions call over an OpenAI-compatible client, streamed or not.
+
+Returns a plain ``ModelReply`` so the loop never touches SDK types. Works with the real ``openai``
+client, the embedded local client (same duck type) and test doubles that return SimpleNamespaces.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+
+@dataclass
+class ModelReply:
+    content: Optional[str]
+    tool_calls: list[dict] = field(default_factory=list)
+    finish_reason: Optional[str] = None
+    prompt_tokens: Optional[int] = None
+    completion_tokens: Optional[int] = None
+    model: Optional[str] = None
+    reasoning: Optional[str] = None
+
+    def as_message(self) -> dict:
+        msg: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            msg["tool_calls"] = self.tool_calls
+        return msg
+
+
+class StreamInterrupted(Exception):
+    """The user interrupted while a reply was streaming."""
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _usage(resp: Any) -> tuple[Optional[int], Optional[int]]:
+    usage = _get(resp, "usage")
+    if usage is None:
+        return None, None
+    p, c = _get(usage, "prompt_tokens"), _get(usage, "completion_tokens")
+    return (p if isinstance(p, int) else None, c if isinstance(c, int) else None)
+
+
+def _tool_call_dict(tc: Any, index: int) -> dict:
+    fn = _get(tc, "function") or {}
+    args = _get(fn, "arguments")
+    if not isinstance(args, str):
+        args = json.dumps(args if args is not None else {})
+    return {
+        "id": _get(tc, "id") or f"call_{index}",
+        "type": "function",
+        "function": {"name": _get(fn, "name") or "", "arguments": args},
+    }
+
+
+def parse_completion(resp: Any) -> ModelReply:
+    """A non-streamed response (SDK object, dict, or namespace) -> ModelReply."""
+    choices = _get(resp, "choices") or []
+    if not choices:
+        raise ValueError("provider returned no choices")
+    choice = choices[0]
+    msg = _get(choice, "message")
+    content = _get(msg, "content")
+    if content is not None and not isinstance(content, str):
+        content = str(content)
+    raw_calls = _get(msg, "tool_calls") or []
+    calls = [_tool_call_dict(tc, i) for i, tc in enumerate(raw_calls)] if isinstance(raw_calls, (list, tuple)) else []
+    reasoning = _get(msg, "reasoning_content") or _get(msg, "reasoning")
+    p, c = _usage(resp)
+    model = _get(resp, "model")
+    return ModelReply(content=content, tool_calls=calls, finish_reason=_get(choice, "finish_reason"),
+                      prompt_tokens=p, completion_tokens=c, model=model if isinstance(model, str) else None,
+                      reasoning=reasoning if isinstance(reasoning, str) else None)
+
+
+def consume_stream(stream: Any, on_delta: Optional[Callable[[str], None]],
+                   interrupted: Optional[threading.Event] = None) -> ModelReply:
+    """Accumulate chunks into a reply, forwarding text deltas as they arrive."""
+    parts: list[str] = []
+    calls: dict[int, dict] = {}
+    finish = None
+    p = c = None
+    model = None
+    try:
+        for chunk in stream:
+            if interrupted is not None and interrupted.is_set():
+                raise StreamInterrupted()
+            cp, cc = _usage(chunk)
+            if cp is not None:
+                p, c = cp, cc
+            model = model or _get(chunk, "model")
+            for choice in _get(chunk, "choices") or []:
+                delta = _get(choice, "delta")
+                if delta is not None:
+                    text = _get(delta, "content")
+                    if text:
+                        parts.append(text)
+                        if on_delta is not None:
+                            try:
+                                on_delta(text)
+                            except Exception:
+                                pass
+                    for tc in _get(delta, "tool_calls") or []:
+                        idx = _get(tc, "index") or 0
+                        slot = calls.setdefault(idx, {"id": None, "name": "", "arguments": ""})
+                        slot["id"] = slot["id"] or _get(tc, "id")
+                        fn = _get(tc, "function")
+                        if fn is not None:
+                            slot["name"] += _get(fn, "name") or ""
+                            slot["arguments"] += _get(fn, "arguments") or ""
+                finish = _get(choice, "finish_reason") or finish
+    finally:
+        close = getattr(stream, "close", None)
+        if callable(close) and interrupted is not None and interrupted.is_set():
+            try:
+                close()
+            except Exception:
+                pass
+    if finish is None and not parts and not calls:
+        raise ConnectionError("stream ended before any reply arrived")
+    tool_calls = [
+        {"id": s["id"] or f"call_{i}", "type": "function", "function": {"name": s["name"], "arguments": s["arguments"]}}
+        for i, s in sorted(calls.items())
+    ]
+    return ModelReply(content="".join(parts) if parts else None, tool_calls=tool_calls, finish_reason=finish,
+                      prompt_tokens=p, completion_tokens=c, model=model if isinstance(model, str) else None)
+
+
+def request_chat(client: Any, *, model: str, messages: list[dict], tools: Optional[list[dict]],
+                 stream_callback: Optional[Callable[[str], None]] = None,
+                 interrupted: Optional[threading.Event] = None, max_tokens: Optional[int] = None,
+                 raw_body: bool = True, timeout: Optional[float] = None) -> ModelReply:
+    """One call to ``client.chat.completions.create``.
+
+    ``raw_body`` passes the (already well-formed) messages and tool schemas through ``extra_body``:
+    the SDK then sends them as JSON without walking every message through its parameter
+    transformer, which otherwise costs ~0.35 ms per message on every call.
+    """
+    kwargs: dict[str, Any] = {"model": model}
+    if raw_body:
+        body: dict[str, Any] = {"messages": messages}
+        if tools:
+            body["tools"] = tools
+        kwargs["messages"] = []
+        kwargs["extra_body"] = body
+    else:
+        kwargs["messages"] = messages
+        if tools:
+            kwargs["tools"] = tools
+    if max_tokens:
+        kwargs["max_tokens"] = max_tokens
+    if timeout:
+        kwargs["timeout"] = timeout
+    if stream_callback is not None:
+        kwargs["stream"] = True
+        kwargs["stream_options"] = {"include_usage": True}
+        stream = client.chat.completions.create(**kwargs)
+        return consume_stream(stream, stream_callback, interrupted)
+    return parse_completion(client.chat.completions.create(**kwargs))

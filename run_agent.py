@@ -1,0 +1,498 @@
+"""``AIAgent``: the public facade of the runtime (SPEC §1), kept thin.
+
+The turn itself lives in ``agent.turn_context`` (prologue, preflight) and ``agent.conversation_loop``
+(calls, gates, error paths); compression in ``agent.conversation_compression``. This module owns the
+agent's state: provider client, tools, history and its persistence in the session store.
+
+The names ``OpenAI``, ``get_tool_definitions``, ``check_toolset_requirements`` and
+``jittered_backoff`` are module globals looked up at call time, so patching them here takes effect.
+``OpenAI`` is imported on first use: ``import openai`` alone costs about a second.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from agent import results
+from agent.config import HermesConfig, hermes_home, load_config, load_env_file, resolve_provider
+from agent.conversation_compression import compress_context, compression_skipped_due_to_lock
+from agent.conversation_loop import run_loop
+from agent.providers.openai_compat import ModelReply, request_chat
+from agent.retry import jittered_backoff
+from agent.tokens import estimate_messages_tokens_rough
+from agent.turn_context import TurnState, build_turn, preflight_compress
+from tools.registry import check_toolset_requirements, get_tool_definitions
+
+log = logging.getLogger("hermes.agent")
+
+__all__ = ["AIAgent", "OpenAI", "get_tool_definitions", "check_toolset_requirements", "jittered_backoff"]
+
+KNOWN_CONTEXT_LENGTHS = (  # (substring of the model name, window); first match wins
+    ("gpt-4.1", 1_047_576), ("gpt-4o", 128_000), ("gpt-5", 400_000), ("o3", 200_000), ("o4", 200_000),
+    ("claude", 200_000), ("gemini", 1_048_576), ("llama-3", 131_072), ("qwen", 32_768),
+    ("mistral", 32_768), ("deepseek", 128_000), ("smollm2", 8_192),
+)
+DEFAULT_CONTEXT_LENGTH = 128_000
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OpenAI":
+        from openai import OpenAI as _OpenAI
+
+        globals()["OpenAI"] = _OpenAI
+        return _OpenAI
+    raise AttributeError(f"module 'run_agent' has no attribute {name!r}")
+
+
+def context_length_for(model: str) -> int:
+    low = (model or "").lower()
+    for key, size in KNOWN_CONTEXT_LENGTHS:
+        if key in low:
+            return size
+    return DEFAULT_CONTEXT_LENGTH
+
+
+def _new_session_id() -> str:
+    return time.strftime("%Y%m%d_%H%M%S") + "_" + os.urandom(3).hex()
+
+
+class AIAgent:
+    """One conversation with one model, its tools, and its session in the store."""
+
+    def __init__(self, base_url: Optional[str] = None, api_key: Optional[str] = None, model: Optional[str] = None,
+                 provider: Optional[str] = None, max_iterations: int = 90, quiet_mode: bool = False,
+                 skip_context_files: bool = False, skip_memory: bool = False, session_db: Any = None,
+                 session_id: Optional[str] = None, enabled_toolsets: Optional[list[str]] = None,
+                 disabled_toolsets: Optional[list[str]] = None, save_trajectories: bool = False,
+                 config: Optional[HermesConfig] = None, platform: str = "cli", cwd: Optional[str] = None,
+                 context_length: Optional[int] = None, yolo: bool = False,
+                 tool_progress_callback: Optional[Callable[[dict], None]] = None,
+                 status_callback: Optional[Callable[[str, str], None]] = None,
+                 approval_callback: Optional[Callable[[str, str], str]] = None, **_ignored: Any) -> None:
+        if config is None:
+            load_env_file()
+            config = load_config()
+        self.config = config
+        settings = resolve_provider(config, base_url=base_url, api_key=api_key, model=model, provider=provider)
+        self.provider = settings.provider
+        self.base_url = settings.base_url
+        self.api_key = settings.api_key
+        self.model = settings.model
+        self._model_path = settings.model_path
+        self.max_iterations = max_iterations
+        self.quiet_mode = quiet_mode
+        self.skip_context_files = skip_context_files
+        self.skip_memory = skip_memory
+        self.save_trajectories = save_trajectories or config.agent.save_trajectories
+        self.platform = platform
+        self.cwd = Path(cwd or config.terminal.cwd or os.getcwd()).expanduser()
+        self.yolo = yolo
+        self.tool_progress_callback = tool_progress_callback
+        self.status_callback = status_callback
+        self.approval_callback = approval_callback
+        self.tool_delay = 0.0
+        self._use_prompt_caching = False
+
+        self.tools: list[dict] = get_tool_definitions(enabled_toolsets=enabled_toolsets,
+                                                      disabled_toolsets=disabled_toolsets) or []
+        self.unavailable_toolsets: dict[str, str] = check_toolset_requirements() or {}
+        self._tool_names = {t["function"]["name"] for t in self.tools if isinstance(t, dict) and "function" in t}
+
+        comp_cfg = config.compression
+        self.compression_enabled = comp_cfg.enabled
+        self.max_compression_attempts = comp_cfg.max_attempts
+        window = context_length or settings.context_length or context_length_for(self.model)
+        self._context_length_pinned = bool(context_length or settings.context_length)
+        from agent.context_compressor import ContextCompressor
+
+        self.context_compressor: Any = ContextCompressor.from_config(comp_cfg, window,
+                                                                     summarize=self._make_summarizer())
+
+        self._session_db = session_db
+        self._session_db_failed = False
+        self.session_id = session_id or _new_session_id()
+        self._session_known = False
+        self.messages: list[dict] = []
+        self._history_loaded = session_id is None
+        self._persisted_len = 0
+        self._last_row_id: Optional[int] = None
+        self._cached_system_prompt: Optional[str] = None
+        self._usage_baseline: Optional[tuple[int, int]] = None
+        self._compression_skipped_due_to_lock: Any = None
+        self._interrupt_event = threading.Event()
+        self._client: Any = None
+        self._raw_body = True
+        self._tool_ctx: Any = None
+        self.compactions = 0
+        self.session_prompt_tokens = 0
+        self.session_completion_tokens = 0
+        self.session_api_calls = 0
+
+    # ---- provider ------------------------------------------------------------------------
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = self._make_client()
+        return self._client
+
+    @client.setter
+    def client(self, value: Any) -> None:
+        self._client = value
+
+    def _make_client(self) -> Any:
+        if self.provider == "local":
+            from agent.providers.local import LocalClient
+
+            client = LocalClient(model_path=self._model_path)
+            self._raw_body = False
+            return client
+        import run_agent  # the seed patches run_agent.OpenAI
+
+        return run_agent.OpenAI(base_url=self.base_url, api_key=self.api_key or "no-key", max_retries=0,
+                                timeout=600.0)
+
+    def _call_model_api(self, api_messages: list[dict], state: TurnState) -> ModelReply:
+        """The request runs on a worker thread so ``interrupt()`` returns control at once."""
+        client = self.client
+        if self.provider == "local":
+            self._sync_local_window(client)
+        box: dict[str, Any] = {}
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                box["reply"] = request_chat(client, model=self.model, messages=api_messages, tools=self.tools or None,
+                                            stream_callback=state.stream_callback, interrupted=self._interrupt_event,
+                                            raw_body=self._raw_body)
+            except BaseException as exc:  # handed to the loop's classifier
+                box["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=work, name="hermes-model-call", daemon=True).start()
+        while not done.wait(0.05):
+            if self._interrupt_event.is_set():
+                from agent.conversation_loop import Interrupted
+
+                raise Interrupted()
+        if "error" in box:
+            raise box["error"]
+        return box["reply"]
+
+    def _sync_local_window(self, client: Any) -> None:
+        n = getattr(client, "context_length", None)
+        if isinstance(n, int) and n > 0 and not self._context_length_pinned:
+            self._learn_context_limit(n, lower_only=False)
+            self._context_length_pinned = True
+
+    def _learn_context_limit(self, limit: int, lower_only: bool = True) -> None:
+        comp = self.context_compressor
+        current = getattr(comp, "context_length", None)
+        if lower_only and isinstance(current, int) and limit >= current:
+            return
+        setter = getattr(comp, "set_context_length", None)
+        if callable(setter):
+            setter(limit)
+        else:
+            comp.context_length = limit
+        self._emit_status("info", f"Context window is {limit:,} tokens (learned from the provider).")
+
+    def _make_summarizer(self) -> Callable[..., str]:
+        from agent.summarizer import make_summarizer
+
+        aux = self.config.auxiliary.compression
+        if aux.model or aux.base_url or aux.api_key:
+            holder: dict[str, Any] = {}
+
+            def aux_client() -> Any:
+                if "c" not in holder:
+                    import run_agent
+
+                    holder["c"] = run_agent.OpenAI(base_url=aux.base_url or self.base_url,
+                                                   api_key=aux.api_key or self.api_key or "no-key", max_retries=0)
+                return holder["c"]
+
+            return make_summarizer(aux_client, aux.model or self.model)
+        return make_summarizer(lambda: self.client, self.model)
+
+    def _record_usage(self, state: TurnState, reply: ModelReply) -> None:
+        if reply.prompt_tokens:
+            state.prompt_tokens += reply.prompt_tokens
+            self.session_prompt_tokens += reply.prompt_tokens
+            # the reading covers the request just sent: system + every message before this reply
+            self._usage_baseline = (reply.prompt_tokens, len(state.messages))
+            update = getattr(self.context_compressor, "update_from_usage", None)
+            if callable(update):
+                update(reply.prompt_tokens)
+            else:
+                self.context_compressor.last_prompt_tokens = reply.prompt_tokens
+        if reply.completion_tokens:
+            state.completion_tokens += reply.completion_tokens
+            self.session_completion_tokens += reply.completion_tokens
+        self.session_api_calls += 1
+
+    def _redact(self, text: str) -> str:
+        key = self.api_key
+        return text.replace(key, "***") if key and len(key) >= 8 else text
+
+    def _api_key_setting(self) -> str:
+        if self.provider == "openrouter":
+            return "OPENROUTER_API_KEY (or model.api_key in config.yaml)"
+        return "OPENAI_API_KEY (or model.api_key in config.yaml)"
+
+    # ---- tools ---------------------------------------------------------------------------
+
+    def _tool_context(self) -> Any:
+        from tools.registry import ToolContext
+
+        if self._tool_ctx is None:
+            self._tool_ctx = ToolContext(cwd=self.cwd, session_id=self.session_id, approval_callback=self.approval_callback,
+                                         yolo=self.yolo, interrupt_event=self._interrupt_event,
+                                         timeout=self.config.terminal.timeout,
+                                         max_output_chars=self.config.terminal.max_output_chars)
+        ctx = self._tool_ctx
+        ctx.yolo, ctx.approval_callback, ctx.session_id = self.yolo, self.approval_callback, self.session_id
+        return ctx
+
+    def _run_tools(self, tool_calls: list[dict], state: TurnState) -> list[dict]:
+        from agent.tool_runner import run_tool_calls
+        from tools.registry import dispatch
+
+        ctx = self._tool_context()
+        ctx.task_id = state.task_id or self.session_id
+        if self.tool_delay:
+            time.sleep(self.tool_delay)
+        return run_tool_calls(tool_calls, self._tool_names, lambda name, args: dispatch(name, args, ctx),
+                              self.tool_progress_callback)
+
+    def _cleanup_task_resources(self, task_id: Optional[str]) -> None:
+        """Per-task resources (none held beyond a turn today); a hook surfaces and tests can rely on."""
+
+    # ---- status ------------------------------------------------------------------------------
+
+    def _emit_status(self, kind: str, message: str) -> None:
+        if self.status_callback is not None:
+            try:
+                self.status_callback(kind, message)
+                return
+            except Exception:
+                log.exception("status callback failed")
+        (log.warning if kind == "warning" else log.info)("%s", message)
+
+    # ---- the store ---------------------------------------------------------------------------
+
+    def _get_session_db(self) -> Any:
+        if self._session_db is None and not self._session_db_failed:
+            try:
+                from hermes_state import SessionDB
+
+                self._session_db = SessionDB()
+            except Exception as exc:
+                self._session_db_failed = True
+                self._emit_status("warning", f"Session store unavailable ({exc}); this conversation is not "
+                                             f"being saved. Run `hermes doctor` to diagnose.")
+        return self._session_db
+
+    def _ensure_session_row(self, db: Any) -> None:
+        if not self._session_known:
+            db.create_session(self.session_id, source=self.platform, model=self.model)
+            self._session_known = True
+
+    def _load_history(self) -> list[dict]:
+        """The agent's own history; on first use of a resumed session, its active rows from the store."""
+        if not self._history_loaded:
+            self._history_loaded = True
+            db = self._get_session_db()
+            if db is not None:
+                try:
+                    row = db.get_session(self.session_id)
+                    if row is not None:
+                        self._session_known = True
+                        self.messages = db.get_active_messages(self.session_id)
+                        self._persisted_len = len(self.messages)
+                        self._last_row_id = db.max_message_id(self.session_id)
+                        if row.get("system_prompt") and self._cached_system_prompt is None:
+                            self._cached_system_prompt = row["system_prompt"]
+                except Exception as exc:
+                    self._emit_status("warning", f"Could not load session {self.session_id}: {exc}")
+        return self.messages
+
+    def _adopt_history(self, messages: list[dict]) -> None:
+        """A caller-supplied history is the caller's to store; only what this turn adds is written."""
+        self._history_loaded = True
+        self._persisted_len = len(messages)
+
+    def _persist_session(self, messages: list[dict], conversation_history: Optional[list] = None) -> None:
+        """Write the messages not yet in the store, one row each (a crash loses at most the call in flight)."""
+        if self._persisted_len >= len(messages):
+            self._persisted_len = min(self._persisted_len, len(messages))
+            return
+        db = self._get_session_db()
+        if db is None:
+            return
+        pending = messages[self._persisted_len:]
+        names = {c.get("id"): (c.get("function") or {}).get("name") for m in messages[-len(pending) - 8:]
+                 for c in (m.get("tool_calls") or []) if isinstance(c, dict)}
+        rows = [dict(m, tool_name=names.get(m.get("tool_call_id"))) if m.get("role") == "tool" else m
+                for m in pending]
+        try:
+            self._ensure_session_row(db)
+            ids = db.append_messages(self.session_id, rows)
+        except Exception as exc:
+            self._emit_status("warning", f"Could not save messages to the session store: {exc}")
+            return
+        self._persisted_len = len(messages)
+        if ids:
+            self._last_row_id = max(ids)
+
+    def _commit_compaction(self, old: list[dict], new: list[dict]) -> None:
+        """Persist a compaction in place: old rows become inactive (still searchable), new rows active."""
+        self._persist_session(old)
+        db = self._get_session_db()
+        if db is not None:
+            self._ensure_session_row(db)
+            ids = db.replace_active_messages(self.session_id, new, upto_id=self._last_row_id)
+            if ids:
+                self._last_row_id = max(ids)
+        self._persisted_len = len(new)
+        self._usage_baseline = None
+        self.compactions += 1
+
+    def _get_system_prompt(self) -> str:
+        if self._cached_system_prompt is None:
+            from agent.prompt_builder import build_system_prompt
+
+            self._cached_system_prompt = build_system_prompt(
+                hermes_home(), self.cwd, skip_context_files=self.skip_context_files, skip_memory=self.skip_memory,
+                platform=self.platform)
+            db = self._get_session_db()
+            if db is not None:
+                try:
+                    self._ensure_session_row(db)
+                    db.set_system_prompt(self.session_id, self._cached_system_prompt)
+                except Exception as exc:
+                    log.warning("could not store the system prompt: %s", exc)
+        return self._cached_system_prompt
+
+    def _save_trajectory(self, messages: list[dict], user_message: str, completed: bool) -> None:
+        from agent.trajectory import save_trajectory
+
+        try:
+            save_trajectory(hermes_home(), messages, self._cached_system_prompt, self.model, completed, self.session_id)
+        except OSError as exc:
+            self._emit_status("warning", f"Could not save the trajectory: {exc}")
+
+    # ---- the public API ----------------------------------------------------------------------
+
+    def run_conversation(self, user_message: str, system_message: Optional[str] = None,
+                         conversation_history: Optional[list] = None, task_id: Optional[str] = None,
+                         stream_callback: Optional[Callable[[str], None]] = None) -> dict:
+        """One user turn: preflight, then call/tools until a final answer (SPEC §2, §6)."""
+        self._interrupt_event.clear()
+        state = build_turn(self, user_message, system_message, conversation_history, task_id, stream_callback)
+        try:
+            preflight_compress(self, state)
+            result = run_loop(self, state)
+        except Exception as exc:  # a bug must not cost the user their turn: persist, then report
+            log.exception("turn failed")
+            self._persist_session(state.messages)
+            result = results.failed_result(state, f"Internal error: {type(exc).__name__}: {self._redact(str(exc))}")
+        finally:
+            self.messages = state.messages
+            self._cleanup_task_resources(task_id)
+        if self.save_trajectories:
+            self._save_trajectory(state.messages, user_message, bool(result.get("completed")))
+        db = self._session_db
+        if db is not None and (state.prompt_tokens or state.completion_tokens):
+            try:
+                db.update_session_usage(self.session_id, state.prompt_tokens, state.completion_tokens)
+            except Exception as exc:
+                log.warning("could not update usage: %s", exc)
+        return result
+
+    def chat(self, message: str) -> str:
+        """Convenience: one turn, the final text."""
+        return self.run_conversation(message).get("final_response") or ""
+
+    def interrupt(self, message: Optional[str] = None) -> None:
+        self._interrupt_event.set()
+
+    def _compress_context(self, messages: list, system_message: str, **kwargs: Any) -> tuple[list, str]:
+        return compress_context(self, messages, system_message, **kwargs)
+
+    def compress(self, focus: Optional[str] = None) -> dict:
+        """Manual compaction (``/compress``); honours the cross-process lock."""
+        messages = self._load_history()
+        system_prompt = self._get_system_prompt()
+        before_tokens = estimate_messages_tokens_rough(messages)
+        new, _ = self._compress_context(messages, system_prompt, focus=focus, force=True)
+        deferred = compression_skipped_due_to_lock(self)
+        changed = new is not messages
+        if changed:
+            self.messages = new
+        after_tokens = estimate_messages_tokens_rough(new)
+        if deferred:
+            msg = "Compression is already running for this session in another process; try again shortly."
+        elif changed:
+            msg = f"Compressed {len(messages)} -> {len(new)} messages (~{before_tokens:,} -> ~{after_tokens:,} tokens)."
+        else:
+            msg = "Nothing to compress yet." if len(messages) < 6 else "Compression made no change."
+        return {"compressed": changed, "deferred": deferred, "before_tokens": before_tokens,
+                "after_tokens": after_tokens, "message": msg}
+
+    def new_session(self) -> str:
+        db = self._session_db
+        if db is not None and self._session_known:
+            try:
+                db.end_session(self.session_id, reason="new_session")
+            except Exception as exc:
+                log.warning("could not end session: %s", exc)
+        self.session_id = _new_session_id()
+        self._session_known = False
+        self.messages = []
+        self._history_loaded = True
+        self._persisted_len = 0
+        self._last_row_id = None
+        self._cached_system_prompt = None
+        self._usage_baseline = None
+        self.compactions = 0
+        self.session_prompt_tokens = self.session_completion_tokens = self.session_api_calls = 0
+        return self.session_id
+
+    def undo_last_turn(self) -> Optional[str]:
+        """Drop the last user message and everything after it; the rows stay in the store, inactive."""
+        messages = self._load_history()
+        idx = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"), None)
+        if idx is None:
+            return None
+        removed = messages[idx].get("content")
+        kept = messages[:idx]
+        db = self._get_session_db()
+        if db is not None and self._session_known:
+            self._persist_session(messages)
+            ids = db.replace_active_messages(self.session_id, kept, upto_id=self._last_row_id)
+            if ids:
+                self._last_row_id = max(ids)
+        self.messages = kept
+        self._persisted_len = len(kept)
+        self._usage_baseline = None
+        return removed if isinstance(removed, str) else str(removed)
+
+    def usage(self) -> dict:
+        comp = self.context_compressor
+        window = getattr(comp, "context_length", 0) or 0
+        baseline = self._usage_baseline
+        if baseline is not None and baseline[1] <= len(self.messages):
+            ctx_tokens = baseline[0] + estimate_messages_tokens_rough(self.messages[baseline[1]:])
+        else:
+            ctx_tokens = estimate_messages_tokens_rough(self.messages)
+        return {"prompt_tokens": self.session_prompt_tokens, "completion_tokens": self.session_completion_tokens,
+                "total_tokens": self.session_prompt_tokens + self.session_completion_tokens,
+                "api_calls": self.session_api_calls, "context_length": window, "context_tokens": ctx_tokens,
+                "context_fill": (ctx_tokens / window) if window else 0.0, "compactions": self.compactions,
+                "model": self.model, "session_id": self.session_id}
