@@ -148,7 +148,7 @@ def _closest_line(text: str, old: str) -> str:
     if not best:
         return ""
     idx = stripped.index(best[0])
-    return f"; closest line is {idx + 1}: {lines[idx].strip()[:200]!r}"
+    return f"; closest match is line {idx + 1}: {lines[idx].strip()[:200]!r}"
 
 
 def patch(args: dict, ctx: ToolContext) -> str:
