@@ -1,0 +1,189 @@
+"""The turn loop end to end: real openai SDK, real HTTP to the loopback provider, real SQLite."""
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+import run_agent
+from hermes_state import SessionDB
+from run_agent import AIAgent
+from tests.fake_provider import (check_well_formed, cut_stream, error, garbage, rate_limited, server_error, slow,
+                                 text, tool_calls)
+
+
+@pytest.fixture
+def make_agent(fake_provider, tmp_path):
+    def make(**kw):
+        kw.setdefault("base_url", fake_provider.base_url)
+        kw.setdefault("api_key", "test-key")
+        kw.setdefault("model", "fake-model")
+        kw.setdefault("quiet_mode", True)
+        kw.setdefault("skip_context_files", True)
+        kw.setdefault("skip_memory", True)
+        kw.setdefault("cwd", str(tmp_path))
+        return AIAgent(**kw)
+    return make
+
+
+def _well_formed(fp):
+    for body in fp.requests:
+        assert check_well_formed(body) == [], check_well_formed(body)
+
+
+def test_plain_turn_returns_answer_and_persists(make_agent, fake_provider):
+    fake_provider.queue(text("Hello there"))
+    agent = make_agent()
+    result = agent.run_conversation("hi")
+    assert result["final_response"] == "Hello there"
+    assert result["completed"] is True and result["failed"] is False and result["partial"] is False
+    assert result["api_calls"] == 1 and result["last_prompt_tokens"] > 0
+    assert result["session_id"] == agent.session_id and result["model"] == "fake-model"
+    body = fake_provider.requests[0]
+    assert body["messages"][0]["role"] == "system"
+    assert body["messages"][-1] == {"role": "user", "content": "hi"}
+    rows = SessionDB().get_active_messages(agent.session_id)
+    assert [(m["role"], m["content"]) for m in rows] == [("user", "hi"), ("assistant", "Hello there")]
+
+
+def test_system_prompt_is_byte_identical_across_turns(make_agent, fake_provider):
+    agent = make_agent()
+    agent.run_conversation("one")
+    agent.run_conversation("two")
+    first, second = (b["messages"][0]["content"] for b in fake_provider.requests)
+    assert first == second
+    assert [m["content"] for m in fake_provider.requests[1]["messages"][1:]] == ["one", "ok", "two"]
+
+
+def test_tool_calls_run_in_parallel_with_results_in_call_order(make_agent, fake_provider, tmp_path):
+    (tmp_path / "a.txt").write_text("alpha\n")
+    (tmp_path / "b.txt").write_text("beta\n")
+    fake_provider.queue(
+        tool_calls([("read_file", {"path": "a.txt"}), ("read_file", {"path": "b.txt"}),
+                    ("terminal", {"command": "echo from-shell"})]),
+        text("done"))
+    events = []
+    agent = make_agent(tool_progress_callback=events.append)
+    result = agent.run_conversation("read both")
+    assert result["final_response"] == "done" and result["completed"]
+    second = fake_provider.requests[1]["messages"]
+    call_ids = [c["id"] for c in second[-4]["tool_calls"]]
+    tool_msgs = second[-3:]
+    assert [m["tool_call_id"] for m in tool_msgs] == call_ids
+    assert "alpha" in tool_msgs[0]["content"] and "beta" in tool_msgs[1]["content"]
+    assert "from-shell" in tool_msgs[2]["content"]
+    assert sorted(e["type"] for e in events) == ["tool_end"] * 3 + ["tool_start"] * 3
+    _well_formed(fake_provider)
+    stored = SessionDB().get_messages(agent.session_id)
+    assert [r["tool_name"] for r in stored if r["role"] == "tool"] == ["read_file", "read_file", "terminal"]
+
+
+def test_malformed_and_unknown_tool_calls_become_fixable_errors(make_agent, fake_provider):
+    fake_provider.queue(
+        tool_calls([("read_file", "{not json"), ("no_such_tool", {}), ("read_file", {})]),
+        text("recovered"))
+    result = make_agent().run_conversation("go")
+    assert result["completed"] and result["final_response"] == "recovered"
+    results = [json.loads(m["content"])["error"] for m in fake_provider.requests[1]["messages"][-3:]]
+    assert "not valid JSON" in results[0]
+    assert "unknown tool 'no_such_tool'" in results[1] and "read_file" in results[1]
+    assert "path" in results[2]
+    _well_formed(fake_provider)
+
+
+def test_streaming_delivers_deltas_that_make_the_answer(make_agent, fake_provider):
+    fake_provider.queue(text("streamed words arrive in pieces"))
+    deltas = []
+    result = make_agent().run_conversation("hi", stream_callback=deltas.append)
+    assert len(deltas) > 1 and "".join(deltas) == result["final_response"] == "streamed words arrive in pieces"
+    assert fake_provider.requests[0]["stream"] is True
+
+
+@pytest.mark.parametrize("failure", [rate_limited(retry_after=0), server_error(500), server_error(503),
+                                     cut_stream(), garbage()])
+def test_retryable_failures_are_retried(make_agent, fake_provider, failure, monkeypatch):
+    waits = []
+    real = run_agent.jittered_backoff
+    monkeypatch.setattr(run_agent, "jittered_backoff", lambda *a, **k: waits.append(k) or real(*a, **k) * 0)
+    fake_provider.queue(failure, text("after retry"))
+    stream = [] if failure.kind == "cut" else None
+    result = make_agent().run_conversation("hi", stream_callback=stream.append if stream is not None else None)
+    assert result["final_response"] == "after retry" and result["completed"]
+    assert len(fake_provider.requests) == 2 and len(waits) == 1
+
+
+def test_retry_after_header_is_honoured(make_agent, fake_provider, monkeypatch):
+    seen = []
+    monkeypatch.setattr(run_agent, "jittered_backoff", lambda attempt, retry_after=None, **k: seen.append(retry_after) or 0)
+    fake_provider.queue(rate_limited(retry_after=7), text("ok now"))
+    assert make_agent().run_conversation("hi")["completed"]
+    assert seen == [7.0]
+
+
+def test_auth_error_fails_fast_naming_the_setting(make_agent, fake_provider):
+    fake_provider.queue(error(401, "Invalid API key test-key"))
+    result = make_agent().run_conversation("hi")
+    assert result["failed"] is True and result["completed"] is False
+    assert "OPENAI_API_KEY" in result["error"] and "test-key" not in result["error"]
+    assert len(fake_provider.requests) == 1
+
+
+def test_retries_give_up_with_a_clear_message(make_agent, fake_provider, monkeypatch):
+    monkeypatch.setattr(run_agent, "jittered_backoff", lambda *a, **k: 0)
+    fake_provider.default = server_error(502)
+    agent = make_agent()
+    result = agent.run_conversation("hi")
+    assert result["failed"] and "retries" in result["error"]
+    assert len(fake_provider.requests) == 4
+    # the user's message is kept and the next turn works, with alternation intact
+    fake_provider.default = text("back")
+    assert agent.run_conversation("again")["final_response"] == "back"
+    _well_formed(fake_provider)
+    roles = [m["role"] for m in SessionDB().get_active_messages(agent.session_id)]
+    assert roles == ["user", "assistant", "user", "assistant"]
+
+
+def test_max_iterations_stops_a_tool_loop(make_agent, fake_provider):
+    fake_provider.default = tool_calls([("todo", {})])
+    result = make_agent(max_iterations=3).run_conversation("loop forever")
+    assert result["completed"] is False and result["api_calls"] == 3
+    assert "max_iterations" in result["error"]
+    _well_formed(fake_provider)
+
+
+def test_interrupt_from_another_thread_stops_the_turn(make_agent, fake_provider):
+    fake_provider.queue(slow(text("too late"), 30))
+    agent = make_agent()
+    threading.Thread(target=lambda: fake_provider.wait_for_requests(1, 10) and agent.interrupt(), daemon=True).start()
+    result = agent.run_conversation("slow one")
+    assert result["interrupted"] is True and result["completed"] is False
+    fake_provider.queue(text("next works"))
+    assert agent.run_conversation("next")["final_response"] == "next works"
+    _well_formed(fake_provider)
+
+
+def test_resumed_session_continues_its_history(make_agent, fake_provider):
+    first = make_agent()
+    first.run_conversation("remember the word kiwi")
+    again = make_agent(session_id=first.session_id)
+    again.run_conversation("what was the word?")
+    sent = [m.get("content") for m in fake_provider.requests[-1]["messages"]]
+    assert "remember the word kiwi" in sent
+    assert fake_provider.requests[-1]["messages"][0] == fake_provider.requests[0]["messages"][0]
+
+
+def test_trajectories_are_saved_as_sharegpt_lines(make_agent, fake_provider, hermes_home):
+    fake_provider.queue(tool_calls([("todo", {})]), text("final"))
+    make_agent(save_trajectories=True).run_conversation("plan")
+    lines = (hermes_home / "trajectories" / "trajectory_samples.jsonl").read_text().splitlines()
+    record = json.loads(lines[0])
+    assert [t["from"] for t in record["conversations"]] == ["system", "human", "gpt", "tool", "gpt"]
+    assert record["conversations"][-1]["value"] == "final"
+
+
+def test_client_error_is_reported_not_retried(make_agent, fake_provider):
+    fake_provider.queue(error(400, "model 'nope' does not exist"))
+    result = make_agent().run_conversation("hi")
+    assert result["failed"] and "does not exist" in result["error"]
+    assert len(fake_provider.requests) == 1
