@@ -132,8 +132,8 @@ def _check_llama() -> str:
 def local_available(model_path: Optional[str] = None) -> tuple[bool, str]:
     """For ``hermes doctor``: can the local provider run? Cheap: nothing is imported or loaded."""
     try:
-        version = _check_llama()
         path = _check_model_file(model_path or default_model_path())
+        version = _check_llama()
     except LocalModelUnavailable as exc:
         return False, str(exc)
     except OSError as exc:
