@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 10_000
-WRITE_ATTEMPTS = 6
+WRITE_ATTEMPTS = 5
 PREVIEW_CHARS = 60
 
 
@@ -35,14 +35,6 @@ class SessionDBError(RuntimeError):
 
 # --------------------------------------------------------------------------------------------
 # Schema: an ordered list of small migrations, each applied once (PRAGMA user_version = index).
-
-# Text indexed for a message: plain content, or the text parts of JSON (list) content.
-_FTS_TEXT = """CASE WHEN {r}.content_json = 1 AND json_valid({r}.content) THEN
-  (SELECT group_concat(CASE WHEN j.type = 'object' THEN json_extract(j.value, '$.text')
-                            WHEN j.type = 'text' THEN j.value END, ' ')
-   FROM json_each({r}.content) AS j)
-  ELSE {r}.content END"""
-
 
 def _m1_core(c: sqlite3.Connection) -> None:
     c.execute("""CREATE TABLE IF NOT EXISTS sessions (
@@ -54,12 +46,13 @@ def _m1_core(c: sqlite3.Connection) -> None:
     c.execute("CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_title ON sessions(title) "
               "WHERE title IS NOT NULL")
     c.execute("CREATE INDEX IF NOT EXISTS idx_sessions_updated ON sessions(updated_at)")
-    # seq orders the conversation; it equals insertion order except when a compaction
+    # content is always readable text (what FTS indexes); content_parts keeps the JSON of
+    # list/dict content so it round-trips. seq orders the conversation; it equals insertion order except when a compaction
     # (replace_active_messages with upto_id) slots its summary before rows appended meanwhile.
     c.execute("""CREATE TABLE IF NOT EXISTS messages (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-        role TEXT NOT NULL, content TEXT, content_json INTEGER NOT NULL DEFAULT 0,
+        role TEXT NOT NULL, content TEXT, content_parts TEXT,
         tool_calls TEXT, tool_call_id TEXT, tool_name TEXT, created_at REAL,
         token_count INTEGER, active INTEGER NOT NULL DEFAULT 1,
         compacted INTEGER NOT NULL DEFAULT 0, seq INTEGER NOT NULL DEFAULT 0)""")
@@ -72,22 +65,24 @@ def _m1_core(c: sqlite3.Connection) -> None:
         key TEXT PRIMARY KEY, session_id TEXT, updated_at REAL)""")
 
 
+_FTS_TRIGGERS = ("messages_fts_ai", "messages_fts_ad", "messages_fts_au")
+
+
 def _m2_fts(c: sqlite3.Connection) -> None:
-    # A self-contained FTS5 table (rowid = messages.id) so the indexed text can differ from the
-    # stored JSON; triggers keep it in sync, the backfill covers rows written before this version.
-    c.execute("CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5("
-              "content, tool_name, tokenize='porter unicode61 remove_diacritics 2')")
+    # External-content FTS5 over messages (text stored once); triggers keep it in sync (a
+    # 'delete' must repeat the indexed values), 'rebuild' indexes rows written before this version.
+    c.execute("CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(content, tool_name, "
+              "content='messages', content_rowid='id', "
+              "tokenize='porter unicode61 remove_diacritics 2')")
     ins = ("INSERT INTO messages_fts(rowid, content, tool_name) "
-           f"VALUES (new.id, {_FTS_TEXT.format(r='new')}, new.tool_name);")
+           "VALUES (new.id, new.content, new.tool_name);")
+    dele = ("INSERT INTO messages_fts(messages_fts, rowid, content, tool_name) "
+            "VALUES ('delete', old.id, old.content, old.tool_name);")
     c.execute(f"CREATE TRIGGER IF NOT EXISTS messages_fts_ai AFTER INSERT ON messages BEGIN {ins} END")
-    c.execute("CREATE TRIGGER IF NOT EXISTS messages_fts_ad AFTER DELETE ON messages BEGIN "
-              "DELETE FROM messages_fts WHERE rowid = old.id; END")
-    c.execute("CREATE TRIGGER IF NOT EXISTS messages_fts_au AFTER UPDATE OF content, content_json, "
-              "tool_name ON messages BEGIN DELETE FROM messages_fts WHERE rowid = old.id; "
-              f"{ins} END")
-    c.execute("DELETE FROM messages_fts")
-    c.execute("INSERT INTO messages_fts(rowid, content, tool_name) "
-              f"SELECT m.id, {_FTS_TEXT.format(r='m')}, m.tool_name FROM messages AS m")
+    c.execute(f"CREATE TRIGGER IF NOT EXISTS messages_fts_ad AFTER DELETE ON messages BEGIN {dele} END")
+    c.execute("CREATE TRIGGER IF NOT EXISTS messages_fts_au AFTER UPDATE OF content, tool_name "
+              f"ON messages BEGIN {dele} {ins} END")
+    c.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
 
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_core, _m2_fts]
@@ -107,21 +102,21 @@ def _is_busy(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in msg or "busy" in msg)
 
 
-def _encode_content(content: Any) -> tuple[Optional[str], int]:
-    """Strings are stored as-is; lists/dicts (content parts) as JSON flagged by content_json=1."""
+def _encode_content(content: Any) -> tuple[Optional[str], Optional[str]]:
+    """(text, parts): strings as-is; lists/dicts of content parts as JSON plus their plain text."""
     if content is None or isinstance(content, str):
-        return content, 0
-    return json.dumps(content, ensure_ascii=False), 1
+        return content, None
+    return _content_text(content), json.dumps(content, ensure_ascii=False)
 
 
-def _decode_content(raw: Optional[str], is_json: int) -> Any:
-    if not is_json or raw is None:
-        return raw
+def _decode_content(text: Optional[str], parts: Optional[str]) -> Any:
+    if parts is None:
+        return text
     try:
-        return json.loads(raw)
+        return json.loads(parts)
     except ValueError:
-        logger.warning("session store: message content is not valid JSON; returning it as text")
-        return raw
+        logger.warning("session store: unreadable content parts; returning the message text")
+        return text
 
 
 def _encode_tool_calls(tool_calls: Any) -> Optional[str]:
@@ -144,9 +139,11 @@ def _content_text(content: Any) -> str:
     """Plain text of a message content, for previews."""
     if isinstance(content, str):
         return content
+    if isinstance(content, dict):
+        content = [content]
     if isinstance(content, list):
-        return " ".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content
-                        if isinstance(p, (dict, str)))
+        return " ".join(str(p.get("text") or "") if isinstance(p, dict) else str(p)
+                        for p in content if isinstance(p, (dict, str))).strip()
     return "" if content is None else str(content)
 
 
@@ -225,15 +222,23 @@ class SessionDB:
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA foreign_keys = ON")
-            self._set_wal()
-            conn.execute("PRAGMA synchronous = NORMAL")
-            self._migrate()
+            self._set_wal()  # the first statement that reads the file
         except sqlite3.DatabaseError as exc:
             self.close()
+            if _is_busy(exc):
+                raise SessionDBError(f"the session store {self.db_path} stays locked by another "
+                                     f"process ({exc}); try again") from exc
             raise SessionDBError(
                 f"{self.db_path} is not a usable SQLite session store ({exc}). Move it aside "
                 f"(e.g. rename it to {self.db_path.name}.bad) and Hermes will create a new one, "
                 "or restore it from a backup.") from exc
+        conn.execute("PRAGMA synchronous = NORMAL")
+        try:
+            self._migrate()
+        except sqlite3.Error as exc:
+            self.close()
+            raise SessionDBError(f"cannot upgrade the session store {self.db_path} to schema "
+                                 f"version {len(MIGRATIONS)}: {exc}") from exc
 
     # -- connection plumbing -----------------------------------------------------------------
 
@@ -351,7 +356,7 @@ class SessionDB:
         """Most recently active first, each with message_count (all rows) and a short preview."""
         where, params = ("WHERE s.source = ?", [source]) if source else ("", [])
         rows = self._read(
-            "SELECT s.*, (SELECT m.content || char(0) || m.content_json FROM messages AS m"
+            "SELECT s.*, (SELECT m.content FROM messages AS m"
             "  WHERE m.session_id = s.id AND m.role = 'user' ORDER BY m.seq, m.id LIMIT 1)"
             f" AS _first FROM sessions AS s {where}"
             " ORDER BY COALESCE(s.updated_at, s.started_at) DESC, s.id DESC LIMIT ? OFFSET ?",
@@ -359,11 +364,7 @@ class SessionDB:
         out = []
         for row in rows:
             d = dict(row)
-            first = d.pop("_first")
-            text = ""
-            if first is not None:
-                raw, _, flag = first.rpartition("\x00")
-                text = " ".join(_content_text(_decode_content(raw, int(flag or 0))).split())
+            text = " ".join((d.pop("_first") or "").split())
             d["preview"] = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1] + "…"
             out.append(d)
         return out
@@ -461,12 +462,12 @@ class SessionDB:
                                   "WHERE session_id = ?", (session_id,)).fetchone()[0]
         ids = []
         for offset, msg in enumerate(messages):
-            content, is_json = _encode_content(msg.get("content"))
+            content, parts = _encode_content(msg.get("content"))
             cur = c.execute(
-                "INSERT INTO messages (session_id, role, content, content_json, tool_calls,"
+                "INSERT INTO messages (session_id, role, content, content_parts, tool_calls,"
                 " tool_call_id, tool_name, created_at, token_count, seq)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (session_id, msg.get("role") or "user", content, is_json,
+                (session_id, msg.get("role") or "user", content, parts,
                  _encode_tool_calls(msg.get("tool_calls")), msg.get("tool_call_id"),
                  msg.get("tool_name") or msg.get("name"), now, msg.get("token_count"),
                  seq_start + offset))
@@ -497,7 +498,7 @@ class SessionDB:
         out = []
         for row in rows:
             d = dict(row)
-            d["content"] = _decode_content(d["content"], d.pop("content_json"))
+            d["content"] = _decode_content(d["content"], d.pop("content_parts"))
             d["tool_calls"], _ = _parse_tool_calls(d["tool_calls"])
             out.append(d)
         return out
@@ -506,11 +507,11 @@ class SessionDB:
         """The live history as clean OpenAI-format dicts, ready to send to a provider."""
         out = []
         for row in self._read(
-                "SELECT id, role, content, content_json, tool_calls, tool_call_id, tool_name "
+                "SELECT id, role, content, content_parts, tool_calls, tool_call_id, tool_name "
                 "FROM messages WHERE session_id = ? AND active = 1 ORDER BY seq, id",
                 (session_id,)):
             msg: dict[str, Any] = {"role": row["role"],
-                                   "content": _decode_content(row["content"], row["content_json"])}
+                                   "content": _decode_content(row["content"], row["content_parts"])}
             tool_calls, ok = _parse_tool_calls(row["tool_calls"])
             if not ok:
                 logger.warning("session %s message %s: unreadable tool_calls dropped",
@@ -679,18 +680,27 @@ class SessionDB:
             version = self.schema_version()
             if version != len(MIGRATIONS):
                 problems.append(f"schema version {version}, this Hermes expects {len(MIGRATIONS)}")
-            try:
-                self._write(lambda c: c.execute(
-                    "INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')"))
-            except sqlite3.DatabaseError as exc:
-                problems.append(f"search index: {exc}")
+            present = {r[0] for r in self._read("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+            for missing in sorted(set(_FTS_TRIGGERS) - present):
+                problems.append(f"search index trigger {missing} is missing")
             n_msg = self._read("SELECT COUNT(*) FROM messages")[0][0]
-            n_fts = self._read("SELECT COUNT(*) FROM messages_fts")[0][0]
-            if n_msg != n_fts:
-                problems.append(f"search index has {n_fts} rows for {n_msg} messages")
+            n_idx = self._read("SELECT COUNT(*) FROM messages_fts_docsize")[0][0]
+            if n_msg != n_idx:
+                problems.append(f"search index has {n_idx} entries for {n_msg} messages; "
+                                "rebuild_search_index() fixes it")
+            try:  # rank=1: also compare the index with the messages table
+                self._write(lambda c: c.execute(
+                    "INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)"))
+            except sqlite3.DatabaseError as exc:
+                problems.append(f"search index out of sync with messages ({exc}); "
+                                "rebuild_search_index() fixes it")
         except sqlite3.DatabaseError as exc:
             problems.append(f"database error: {exc}")
         return problems
+
+    def rebuild_search_index(self) -> None:
+        """Re-index every message from scratch (the fix for an out-of-sync search index)."""
+        self._write(lambda c: c.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')"))
 
 
 __all__ = ["SessionDB", "SessionDBError", "MIGRATIONS", "holder_is_dead", "new_session_id"]

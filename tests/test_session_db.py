@@ -351,15 +351,15 @@ def test_corrupt_rows_do_not_break_reads(db: SessionDB) -> None:
     db.append_message(sid, "user", "fine")
     raw = sqlite3.connect(db.db_path)
     raw.execute("UPDATE messages SET tool_calls = '{not json' WHERE id = ?", (bad_tc,))
-    raw.execute("UPDATE messages SET content = '[broken' WHERE id = ?", (bad_content,))
+    raw.execute("UPDATE messages SET content_parts = '[broken' WHERE id = ?", (bad_content,))
     raw.commit()
     raw.close()
     rows = db.get_messages(sid)
     assert rows[0]["tool_calls"] == "{not json" and rows[0]["content"] == "calling"
-    assert rows[1]["content"] == "[broken"
+    assert rows[1]["content"] == "parts"  # falls back to the readable text
     assert db.get_active_messages(sid) == [
         {"role": "assistant", "content": "calling"},
-        {"role": "user", "content": "[broken"},
+        {"role": "user", "content": "parts"},
         {"role": "user", "content": "fine"},
     ]
     assert len(db.list_sessions()) == 1
@@ -426,6 +426,7 @@ def test_two_processes_append_to_one_session(tmp_path: Path, db_path: Path) -> N
         wait_for(go)
         for i in range(200):
             db.append_message("shared", "user", f"{sys.argv[4]}-{i}")
+            time.sleep(0.001)  # spread the writes so the two processes overlap more
         print("finished", flush=True)
     """
     procs = []
@@ -613,8 +614,15 @@ def test_integrity_check_reports_search_index_drift(db: SessionDB) -> None:
     db.append_messages(sid, [{"role": "user", "content": "one"}, {"role": "user", "content": "two"}])
     assert db.integrity_check() == []
     raw = sqlite3.connect(db.db_path)
-    raw.execute("DELETE FROM messages_fts WHERE rowid = (SELECT MIN(id) FROM messages)")
+    raw.execute("DROP TRIGGER messages_fts_ai")
+    raw.execute("INSERT INTO messages (session_id, role, content) VALUES ('s', 'user', 'ghost')")
     raw.commit()
     raw.close()
+    assert db.search_messages("ghost") == []
     problems = db.integrity_check()
-    assert any("search index has 1 rows for 2 messages" in p for p in problems), problems
+    assert any("trigger messages_fts_ai is missing" in p for p in problems), problems
+    assert any("search index out of sync" in p for p in problems), problems
+    assert any("search index has 2 entries for 3 messages" in p for p in problems), problems
+    db.rebuild_search_index()
+    assert [h["role"] for h in db.search_messages("ghost")] == ["user"]
+    assert db.integrity_check() == ["search index trigger messages_fts_ai is missing"]
