@@ -1,0 +1,93 @@
+"""Build an AIAgent from command-line flags and config: the one place the CLI meets the facade.
+
+Flags beat the environment, which beats config.yaml (resolve_provider does the merge). Keyword
+arguments the installed AIAgent does not accept are dropped rather than crashing, so the CLI
+keeps working while the facade grows.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Optional
+
+from agent.config import HermesConfig, ProviderSettings, resolve_provider
+
+
+class CommandError(Exception):
+    """A user-level failure (bad session id, nothing to continue): one line, exit 1."""
+
+
+def provider_settings(args: Any, cfg: HermesConfig) -> ProviderSettings:
+    return resolve_provider(cfg, base_url=getattr(args, "base_url", None),
+                            api_key=getattr(args, "api_key", None),
+                            model=getattr(args, "model", None),
+                            provider=getattr(args, "provider", None))
+
+
+def local_notice(ps: ProviderSettings) -> Optional[str]:
+    """The one line shown when no endpoint is configured and the embedded model answers."""
+    if ps.provider != "local":
+        return None
+    return (f"No model endpoint configured: using the embedded local model ({ps.model}). "
+            "For a real one run `hermes setup` or set OPENAI_BASE_URL and OPENAI_API_KEY.")
+
+
+def toolsets(args: Any) -> Optional[list[str]]:
+    raw = getattr(args, "toolsets", None)
+    if not raw:
+        return None
+    names = [t.strip() for t in raw.split(",") if t.strip()]
+    return names or None
+
+
+def open_db() -> Any:
+    from hermes_state import SessionDB
+
+    return SessionDB()
+
+
+def resolve_session_arg(args: Any, db: Any) -> Optional[str]:
+    """-r ID (id, prefix or title) or -c (the newest cli session) -> a session id, or None."""
+    ref = getattr(args, "resume", None)
+    if ref:
+        sid = db.resolve_session(ref)
+        if not sid:
+            raise CommandError(f"no session matches {ref!r}; `hermes sessions list` shows ids and titles")
+        return sid
+    if getattr(args, "continue_last", False):
+        rows = db.list_sessions(limit=1, source="cli")
+        if not rows:
+            raise CommandError("no earlier cli session to continue; start one with `hermes`")
+        return rows[0]["id"]
+    return None
+
+
+def _accepted(cls: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return kwargs
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return kwargs
+    return {k: v for k, v in kwargs.items() if k in params}
+
+
+def build_agent(args: Any, cfg: HermesConfig, *, session_db: Any = None,
+                session_id: Optional[str] = None, yolo: Optional[bool] = None,
+                tool_progress_callback: Optional[Callable[[dict], None]] = None,
+                status_callback: Optional[Callable[[str, str], None]] = None,
+                approval_callback: Optional[Callable[[str, str], str]] = None) -> Any:
+    """An AIAgent for the cli platform, persisting into `session_db` (the default store if None)."""
+    from run_agent import AIAgent
+
+    ps = provider_settings(args, cfg)
+    kwargs: dict[str, Any] = dict(
+        base_url=ps.base_url, api_key=ps.api_key, model=ps.model, provider=ps.provider,
+        max_iterations=getattr(args, "max_turns", None) or cfg.agent.max_turns,
+        quiet_mode=True, session_db=session_db, session_id=session_id,
+        enabled_toolsets=toolsets(args), config=cfg, platform="cli",
+        context_length=ps.context_length,
+        yolo=bool(getattr(args, "yolo", False) if yolo is None else yolo),
+        tool_progress_callback=tool_progress_callback, status_callback=status_callback,
+        approval_callback=approval_callback,
+    )
+    return AIAgent(**_accepted(AIAgent, kwargs))

@@ -1,0 +1,568 @@
+"""The interactive chat: a prompt_toolkit REPL around `ChatSession`, which does the real work.
+
+`ChatSession` needs no terminal (tests call its methods directly): it runs each turn in a worker
+thread so the main thread stays free to catch Ctrl+C (-> agent.interrupt()) and to ask approval
+questions the agent thread queues. Only `run_repl` touches prompt_toolkit.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import select
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from hermes_cli import slash
+from hermes_cli.render import Renderer
+
+
+def approval_timeout() -> float:
+    """Seconds to wait for an approval answer (HERMES_APPROVAL_TIMEOUT, default 60)."""
+    try:
+        return max(0.1, float(os.environ.get("HERMES_APPROVAL_TIMEOUT", "60")))
+    except ValueError:
+        return 60.0
+
+
+def parse_approval(answer: str) -> Optional[str]:
+    a = answer.strip().lower()
+    if a in ("o", "once", "y", "yes"):
+        return "once"
+    if a in ("a", "always"):
+        return "always"
+    if a in ("d", "deny", "n", "no"):
+        return "deny"
+    return None
+
+
+def read_line(timeout: float, fd: int = 0) -> Optional[str]:
+    """One line from `fd` within `timeout` seconds, else None (also None on end of input)."""
+    deadline = time.monotonic() + timeout
+    buf = b""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            return None
+        chunk = os.read(fd, 1024)
+        if not chunk:
+            return buf.decode(errors="replace") if buf else None
+        buf += chunk
+        if b"\n" in buf or b"\r" in buf:
+            return buf.replace(b"\r", b"\n").split(b"\n", 1)[0].decode(errors="replace")
+
+
+def ask_approval_tty(r: Renderer, command: str, reason: str, timeout: Optional[float] = None) -> str:
+    """Ask on the terminal; anything but a clear yes within the timeout is a deny."""
+    timeout = approval_timeout() if timeout is None else timeout
+    r.prompt_line("")
+    r._print(r.err, f"⚠ This command needs your approval ({reason}):", "yellow")
+    r._print(r.err, f"    {command}", "bold")
+    try:
+        import termios
+
+        termios.tcflush(0, termios.TCIFLUSH)  # keys typed during the turn are not an answer
+    except (ImportError, OSError, ValueError):
+        pass
+    deadline = time.monotonic() + timeout
+    while True:
+        r.prompt_line("Allow? [o]nce / [a]lways / [d]eny: ")
+        line = read_line(deadline - time.monotonic())
+        if line is None:
+            r.prompt_line("\n")
+            r._print(r.err, f"No answer within {timeout:g}s: denied.", "yellow")
+            return "deny"
+        answer = parse_approval(line)
+        if answer:
+            return answer
+
+
+@dataclass
+class _ApprovalRequest:
+    command: str
+    reason: str
+    answer: str = "deny"
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class ChatSession:
+    """Slash commands and turns over one AIAgent; callable without a terminal."""
+
+    def __init__(self, agent_factory: Callable[[Optional[str]], Any], renderer: Renderer, *,
+                 session_id: Optional[str] = None, db: Any = None, yolo: bool = False,
+                 ask_approval: Optional[Callable[[str, str], str]] = None,
+                 tool_lister: Optional[Callable[[], list[tuple[str, str]]]] = None,
+                 debug: bool = False) -> None:
+        self.r = renderer
+        self.yolo = yolo
+        self.debug = debug
+        self._factory = agent_factory
+        self._db = db
+        self._ask = ask_approval or (lambda c, why: ask_approval_tty(self.r, c, why))
+        self._tool_lister = tool_lister
+        self._approvals: "queue.Queue[_ApprovalRequest]" = queue.Queue()
+        self.agent = agent_factory(session_id)
+        self.turns = 0
+
+    @property
+    def db(self) -> Any:
+        return self._db if self._db is not None else getattr(self.agent, "session_db", None)
+
+    # ---- approval (called from the agent's thread) ------------------------------------
+    def approval_callback(self, command: str, reason: str) -> str:
+        if self.yolo:
+            return "once"
+        req = _ApprovalRequest(command, reason)
+        if threading.current_thread() is threading.main_thread():
+            self._serve(req)
+            return req.answer
+        self._approvals.put(req)
+        if not req.done.wait(approval_timeout() + 10):
+            return "deny"
+        return req.answer
+
+    def _serve(self, req: _ApprovalRequest) -> None:
+        try:
+            answer = self._ask(req.command, req.reason)
+            req.answer = answer if answer in ("once", "always", "deny") else "deny"
+        except KeyboardInterrupt:
+            req.answer = "deny"
+            raise
+        except Exception:  # noqa: BLE001 - a broken prompt must fail closed, not crash the turn
+            req.answer = "deny"
+        finally:
+            req.done.set()
+        if req.answer == "deny":
+            self.r.info("Denied.", "yellow")
+        self.r.spinner_start("working")
+
+    # ---- running work off the main thread ----------------------------------------------
+    def run_in_worker(self, fn: Callable[[], Any]) -> tuple[Any, Optional[BaseException], bool]:
+        """(result, error, interrupted). Ctrl+C interrupts the agent; the third one quits hermes."""
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                box["result"] = fn()
+            except BaseException as exc:  # noqa: BLE001 - shown to the user by the caller
+                box["error"] = exc
+
+        t = threading.Thread(target=work, name="hermes-turn", daemon=True)
+        t.start()
+        presses = 0
+        while t.is_alive():
+            try:
+                while t.is_alive():
+                    try:
+                        req = self._approvals.get(timeout=0.05)
+                    except queue.Empty:
+                        continue
+                    self._serve(req)
+            except KeyboardInterrupt:
+                presses += 1
+                if presses >= 3:
+                    raise
+                self._interrupt()
+                self.r.warn("Interrupting… (the conversation is kept)" if presses == 1
+                            else "Still stopping the current step… (Ctrl+C once more quits hermes)")
+        t.join()
+        return box.get("result"), box.get("error"), presses > 0
+
+    def _interrupt(self) -> None:
+        fn = getattr(self.agent, "interrupt", None)
+        if callable(fn):
+            try:
+                fn("interrupted by the user")
+            except TypeError:
+                fn()
+
+    # ---- input ----------------------------------------------------------------------------
+    def handle_line(self, line: str) -> bool:
+        """One line from the user; False means leave the REPL."""
+        if not line.strip():
+            return True
+        parsed = slash.parse(line)
+        if parsed is None:
+            self.send(slash.unescape(line).strip("\n"))
+            return True
+        if not parsed.name:
+            return self.cmd_help("")
+        cmd = parsed.command
+        if cmd is None:
+            self.r.warn(slash.unknown_message(parsed.name))
+            return True
+        try:
+            return getattr(self, "cmd_" + cmd.name)(parsed.arg) is not False
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failed command must not end the chat
+            self._report(exc, f"/{cmd.name} failed")
+            return True
+
+    def _report(self, exc: BaseException, what: str = "error") -> None:
+        if self.debug:
+            traceback.print_exception(exc)
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        self.r.error(f"{what}: {msg}")
+
+    def send(self, text: str) -> Optional[dict]:
+        """Run one turn and show its outcome."""
+        self.turns += 1
+        self.r.begin_turn()
+        res, err, interrupted = self.run_in_worker(
+            lambda: self.agent.run_conversation(text, stream_callback=self.r.on_delta))
+        self.show_result(res, err, interrupted)
+        return res
+
+    def show_result(self, res: Optional[dict], err: Optional[BaseException], interrupted: bool) -> None:
+        if err is not None:
+            self.r.end_turn(None)
+            self._report(err)
+            return
+        res = res or {}
+        final = res.get("final_response")
+        if res.get("interrupted") or (interrupted and not res.get("completed")):
+            self.r.end_turn(None)
+            self.r.warn("Interrupted. The conversation is kept; send your next message.")
+        elif res.get("compression_deferred"):
+            self.r.end_turn(None)
+            self.r.warn(str(final or res.get("error") or "Compression is running elsewhere; try again."))
+        elif res.get("failed"):
+            self.r.end_turn(None)
+            self.r.error(str(res.get("error") or final or "the turn failed"))
+        elif not final and not self.r.streamed:
+            self.r.end_turn(None)
+            self.r.warn(f"No answer (stopped after {res.get('api_calls', '?')} model calls). "
+                        "Try again, or raise --max-turns.")
+        else:
+            self.r.end_turn(final)
+
+    # ---- slash commands ------------------------------------------------------------------
+    def cmd_help(self, arg: str) -> bool:
+        self.r.info("Commands:")
+        for line in slash.help_lines():
+            self.r.info(line)
+        return True
+
+    def cmd_quit(self, arg: str) -> bool:
+        return False
+
+    def cmd_new(self, arg: str) -> bool:
+        fn = getattr(self.agent, "new_session", None)
+        if callable(fn):
+            sid = fn()
+        else:
+            self.agent = self._factory(None)
+            sid = getattr(self.agent, "session_id", None)
+        self.r.info(f"New session {sid or getattr(self.agent, 'session_id', '')}. The previous one is kept (`/sessions`).")
+        return True
+
+    def cmd_model(self, arg: str) -> bool:
+        if not arg:
+            self.r.info(f"Model: {getattr(self.agent, 'model', '?')}")
+            return True
+        self.agent.model = arg
+        self.r.info(f"Model set to {arg} for the rest of this session.")
+        return True
+
+    def cmd_compress(self, arg: str) -> bool:
+        self.r.spinner_start("compressing")
+        res, err, _ = self.run_in_worker(lambda: self.agent.compress(arg or None))
+        self.r.spinner_stop()
+        if err is not None:
+            self._report(err, "compression failed")
+            return True
+        res = res or {}
+        before, after = res.get("before_tokens"), res.get("after_tokens")
+        sizes = f" ({before} → {after} tokens)" if before is not None and after is not None else ""
+        msg = res.get("message") or ("Compressed." if res.get("compressed") else "Nothing to compress.")
+        if res.get("deferred") or not res.get("compressed"):
+            self.r.warn(f"{msg}{sizes}")
+        else:
+            self.r.info(f"{msg}{sizes}", "green")
+        return True
+
+    def cmd_usage(self, arg: str) -> bool:
+        u = self.agent.usage() or {}
+        fill = u.get("context_fill")
+        pct = f"{100 * float(fill):.1f}%" if isinstance(fill, (int, float)) else "?"
+        self.r.info(f"Tokens this session: {u.get('prompt_tokens', 0)} prompt + "
+                    f"{u.get('completion_tokens', 0)} completion = {u.get('total_tokens', 0)} "
+                    f"over {u.get('api_calls', 0)} model calls")
+        self.r.info(f"Context: {u.get('context_tokens', 0)} / {u.get('context_length', '?')} tokens "
+                    f"({pct} full)")
+        self.r.info(f"Compactions: {u.get('compactions', 0)}")
+        return True
+
+    def cmd_history(self, arg: str) -> bool:
+        msgs = list(getattr(self.agent, "messages", None) or [])
+        shown = 0
+        for m in msgs:
+            role = m.get("role")
+            if role not in ("user", "assistant"):
+                continue
+            from hermes_cli.sessions import content_text, tool_calls_text
+
+            text = " ".join(content_text(m.get("content")).split())
+            if len(text) > 300:
+                text = text[:299] + "…"
+            calls = tool_calls_text(m.get("tool_calls"))
+            who = "you" if role == "user" else "hermes"
+            if text:
+                self.r.info(f"{who}: {text}", "bold" if role == "user" else None)
+            for c in calls:
+                self.r.info(f"    → {c[:120]}", "dim")
+            shown += 1
+        if not shown:
+            self.r.info("No messages yet in this session.")
+        return True
+
+    def _last_user_text(self) -> Optional[str]:
+        from hermes_cli.sessions import content_text
+
+        for m in reversed(list(getattr(self.agent, "messages", None) or [])):
+            if m.get("role") == "user":
+                return content_text(m.get("content"))
+        return None
+
+    def _undo(self) -> Optional[bool]:
+        fn = getattr(self.agent, "undo_last_turn", None)
+        if not callable(fn):
+            self.r.warn("Undo is not supported by this agent build.")
+            return None
+        return bool(fn())
+
+    def cmd_undo(self, arg: str) -> bool:
+        last = self._last_user_text()
+        done = self._undo()
+        if done is None:
+            return True
+        if done and last is not None:
+            self.r.info(f"Removed your last message and its answer: {' '.join(last.split())[:80]}")
+        else:
+            self.r.info("Nothing to undo.")
+        return True
+
+    def cmd_retry(self, arg: str) -> bool:
+        last = self._last_user_text()
+        if last is None:
+            self.r.info("Nothing to retry yet.")
+            return True
+        if not self._undo():
+            return True
+        self.r.info(f"Retrying: {' '.join(last.split())[:80]}", "dim")
+        self.send(last)
+        return True
+
+    def _ensure_stored(self) -> Any:
+        db = self.db
+        sid = getattr(self.agent, "session_id", None)
+        if db is None or not sid:
+            raise RuntimeError("this agent has no session store")
+        if db.get_session(sid) is None:
+            db.create_session(sid, source="cli", model=getattr(self.agent, "model", None))
+        return db
+
+    def cmd_title(self, arg: str) -> bool:
+        db = self._ensure_stored()
+        sid = self.agent.session_id
+        if not arg:
+            title = (db.get_session(sid) or {}).get("title")
+            self.r.info(f"Title: {title}" if title else "This session has no title; set one with /title NAME.")
+            return True
+        try:
+            db.set_session_title(sid, arg)
+        except ValueError as exc:
+            self.r.error(str(exc))
+            return True
+        self.r.info(f"Session {sid} titled {arg!r}; resume it later with `hermes -r {arg!r}`.")
+        return True
+
+    def cmd_sessions(self, arg: str) -> bool:
+        from hermes_cli.sessions import session_list_lines
+
+        db = self.db
+        if db is None:
+            raise RuntimeError("this agent has no session store")
+        rows = db.list_sessions(limit=15)
+        current = getattr(self.agent, "session_id", None)
+        lines = session_list_lines(rows)
+        for line in lines:
+            mark = "*" if current and line.startswith(current) else " "
+            self.r.info(mark + line)
+        if rows:
+            self.r.info("Resume one with /resume ID or /resume TITLE.", "dim")
+        return True
+
+    def cmd_resume(self, arg: str) -> bool:
+        if not arg:
+            self.r.warn("Usage: /resume <id|title>; /sessions lists them.")
+            return True
+        db = self.db
+        sid = db.resolve_session(arg) if db is not None else None
+        if not sid:
+            self.r.error(f"No session matches {arg!r}; /sessions lists ids and titles.")
+            return True
+        old = self.agent
+        self.agent = self._factory(sid)
+        close = getattr(old, "close", None)
+        if callable(close) and old is not self.agent:
+            try:
+                close()
+            except Exception:  # noqa: BLE001
+                pass
+        n = len(getattr(self.agent, "messages", None) or [])
+        title = (db.get_session(sid) or {}).get("title")
+        self.r.info(f"Resumed {sid}" + (f" ({title})" if title else "") + f", {n} messages. /history shows them.")
+        return True
+
+    def cmd_tools(self, arg: str) -> bool:
+        rows = self._tool_lister() if self._tool_lister else self._list_tools()
+        if not rows:
+            self.r.info("No tools are enabled.")
+        for name, desc in rows:
+            self.r.info(f"  {name:<18} {desc}")
+        try:
+            from tools.registry import check_toolset_requirements
+
+            for ts, why in sorted(check_toolset_requirements().items()):
+                self.r.info(f"  (toolset {ts} unavailable: {why})", "dim")
+        except Exception:  # noqa: BLE001
+            pass
+        return True
+
+    def _list_tools(self) -> list[tuple[str, str]]:
+        defs = getattr(self.agent, "tools", None)
+        if not isinstance(defs, list):
+            from tools.registry import get_tool_definitions
+
+            defs = get_tool_definitions(enabled_toolsets=getattr(self.agent, "enabled_toolsets", None))
+        out = []
+        for d in defs:
+            fn = d.get("function", d) if isinstance(d, dict) else {}
+            desc = (fn.get("description") or "").strip().split("\n")[0]
+            out.append((fn.get("name", "?"), desc[:90]))
+        return out
+
+    def cmd_yolo(self, arg: str) -> bool:
+        self.yolo = not self.yolo
+        if hasattr(self.agent, "yolo"):
+            try:
+                self.agent.yolo = self.yolo
+            except AttributeError:
+                pass
+        self.r.warn("YOLO on: dangerous commands run without asking." if self.yolo
+                    else "YOLO off: dangerous commands ask for approval again.")
+        return True
+
+
+# ---- the terminal loop ------------------------------------------------------------------------
+def _prompt_session(history_path: str) -> Any:
+    """prompt_toolkit session: Enter sends, Alt+Enter/Esc+Enter newline, slash completion."""
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.completion import Completer, Completion
+    from prompt_toolkit.history import FileHistory
+    from prompt_toolkit.key_binding import KeyBindings
+
+    class SlashCompleter(Completer):
+        def get_completions(self, document: Any, complete_event: Any):  # type: ignore[override]
+            text = document.text_before_cursor
+            for name, help_text in slash.completions(text):
+                yield Completion(name, start_position=-len(text), display_meta=help_text)
+
+    kb = KeyBindings()
+
+    @kb.add("enter", eager=True)
+    def _send(event: Any) -> None:
+        event.current_buffer.validate_and_handle()
+
+    @kb.add("escape", "enter")
+    def _newline(event: Any) -> None:
+        event.current_buffer.insert_text("\n")
+
+    @kb.add("c-c")
+    def _ctrl_c(event: Any) -> None:
+        buf = event.current_buffer
+        if buf.text:
+            buf.reset()  # first clear what was typed; an empty prompt then counts toward quitting
+        else:
+            event.app.exit(exception=KeyboardInterrupt())
+
+    return PromptSession(history=FileHistory(history_path), completer=SlashCompleter(),
+                         complete_while_typing=True, key_bindings=kb, multiline=True,
+                         prompt_continuation=lambda width, line, wrap: "." * (width - 1) + " ")
+
+
+def banner(agent: Any, notice: Optional[str]) -> list[str]:
+    lines = [f"Hermes · model {getattr(agent, 'model', '?')} · session {getattr(agent, 'session_id', '?')}",
+             "Type a message (Enter sends, Alt+Enter for a new line), /help for commands, Ctrl+D to quit."]
+    if notice:
+        lines.append(notice)
+    return lines
+
+
+def run_repl(args: Any, cfg: Any) -> int:
+    """`hermes` / `hermes chat` on a terminal."""
+    from agent.config import hermes_home
+    from hermes_cli.agent_factory import build_agent, local_notice, open_db, provider_settings, resolve_session_arg
+
+    home = hermes_home()
+    home.mkdir(parents=True, exist_ok=True)
+    r = Renderer()
+    db = open_db()
+    session_id = resolve_session_arg(args, db)
+    holder: dict[str, ChatSession] = {}
+
+    def factory(sid: Optional[str]) -> Any:
+        chat = holder.get("chat")
+        return build_agent(args, cfg, session_db=db, session_id=sid,
+                           yolo=chat.yolo if chat else bool(args.yolo),
+                           tool_progress_callback=r.on_tool, status_callback=r.on_status,
+                           approval_callback=lambda c, why: holder["chat"].approval_callback(c, why))
+
+    chat = ChatSession(factory, r, session_id=session_id, db=db, yolo=bool(args.yolo),
+                       debug=bool(args.debug))
+    holder["chat"] = chat
+    for line in banner(chat.agent, local_notice(provider_settings(args, cfg))):
+        r.info(line, "dim" if line.startswith("Type") else "yellow" if line.startswith("No model") else "bold")
+    if session_id:
+        r.info(f"Resumed session with {len(getattr(chat.agent, 'messages', None) or [])} messages.", "dim")
+
+    ps = _prompt_session(str(home / ".hermes_history"))
+    armed = False  # a Ctrl+C at an empty prompt arms quitting; the next one quits
+    try:
+        while True:
+            try:
+                text = ps.prompt("❯ ")
+            except KeyboardInterrupt:
+                if armed:
+                    break
+                armed = True
+                r.info("(Ctrl+C again to quit, or Ctrl+D)", "dim")
+                continue
+            except EOFError:
+                break
+            armed = False
+            try:
+                if not chat.handle_line(text):
+                    break
+            except KeyboardInterrupt:
+                r.warn("Quitting.")
+                break
+    finally:
+        sid = getattr(chat.agent, "session_id", None)
+        if sid and getattr(chat.agent, "messages", None):
+            r.info(f"Session {sid} saved; continue it with `hermes -c` or `hermes -r {sid}`.", "dim")
+        close = getattr(chat.agent, "close", None)
+        if callable(close):
+            try:
+                close()
+            except Exception:  # noqa: BLE001
+                pass
+    return 0

@@ -1,0 +1,231 @@
+"""`hermes config show|get|set|path`: dotted keys into config.yaml, secrets into .env.
+
+Secrets (keys naming an api key, token, secret or password) never land in config.yaml: `set`
+writes them to HERMES_HOME/.env (mode 600) under the environment variable the runtime reads, and
+`show`/`get` print them masked.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+from agent.config import (ConfigError, config_path, env_path, hermes_home,
+                          parse_config, read_raw_config)
+
+_SECRET_RE = re.compile(r"(api_?key|token|secret|password)", re.I)
+_MISSING = object()
+
+
+def is_secret(key: str) -> bool:
+    return bool(_SECRET_RE.search(key.rsplit(".", 1)[-1]))
+
+
+def mask(value: Optional[str]) -> str:
+    """Enough to recognise a key, never enough to use it."""
+    if not value:
+        return "(not set)"
+    value = str(value)
+    return f"{value[:3]}…{value[-4:]}" if len(value) >= 16 else "****"
+
+
+def secret_env_var(key: str, raw: Optional[dict] = None) -> str:
+    """The environment variable that holds the secret for a dotted config key."""
+    key = key.lower()
+    if key == "model.api_key":
+        provider = ((raw or {}).get("model") or {}).get("provider") if isinstance((raw or {}).get("model"), dict) else None
+        return "OPENROUTER_API_KEY" if provider == "openrouter" else "OPENAI_API_KEY"
+    if key in ("gateway.telegram.token", "gateway.telegram.bot_token"):
+        return "TELEGRAM_BOT_TOKEN"
+    if key in ("gateway.api_server.key", "gateway.api_server.api_key"):
+        return "API_SERVER_KEY"
+    return "HERMES_" + re.sub(r"[^A-Z0-9]+", "_", key.upper()).strip("_")
+
+
+def parse_value(text: str) -> Any:
+    """'3' -> 3, '0.5' -> 0.5, 'true'/'no' -> bool, 'null' -> None, anything else stays a string."""
+    low = text.strip().lower()
+    if low in ("true", "yes", "on"):
+        return True
+    if low in ("false", "no", "off"):
+        return False
+    if low in ("null", "none", "~"):
+        return None
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
+
+
+def get_dotted(data: Any, key: str) -> Any:
+    for part in key.split("."):
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        else:
+            return _MISSING
+    return data
+
+
+def set_dotted(data: dict, key: str, value: Any) -> None:
+    parts = key.split(".")
+    cur = data
+    for part in parts[:-1]:
+        nxt = cur.get(part)
+        if not isinstance(nxt, dict):
+            nxt = {}
+            cur[part] = nxt
+        cur = nxt
+    cur[parts[-1]] = value
+
+
+def del_dotted(data: dict, key: str) -> None:
+    parts = key.split(".")
+    cur: Any = data
+    for part in parts[:-1]:
+        cur = cur.get(part) if isinstance(cur, dict) else None
+    if isinstance(cur, dict):
+        cur.pop(parts[-1], None)
+
+
+def write_config(data: dict, path: Optional[Path] = None) -> Path:
+    import yaml
+
+    p = path or config_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_suffix(".yaml.tmp")
+    tmp.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    os.replace(tmp, p)
+    return p
+
+
+def _quote_env(value: str) -> str:
+    if re.fullmatch(r"[A-Za-z0-9_./:@+=,-]*", value):
+        return value
+    if "'" not in value:
+        return f"'{value}'"
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def write_env_var(name: str, value: str, path: Optional[Path] = None) -> Path:
+    """Set NAME=value in .env (replacing an earlier line), file mode 600 from the first byte."""
+    p = path or env_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    lines = p.read_text(encoding="utf-8").splitlines() if p.is_file() else []
+    line = f"{name}={_quote_env(value)}"
+    pat = re.compile(rf"^\s*(export\s+)?{re.escape(name)}\s*=")
+    replaced = False
+    for i, old in enumerate(lines):
+        if pat.match(old):
+            lines[i] = line
+            replaced = True
+    if not replaced:
+        lines.append(line)
+    tmp = p.with_name(".env.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, p)
+    os.environ[name] = value
+    return p
+
+
+def read_env_file() -> dict[str, str]:
+    p = env_path()
+    if not p.is_file():
+        return {}
+    from dotenv import dotenv_values
+
+    return {k: v for k, v in dotenv_values(p).items() if v is not None}
+
+
+def _masked_tree(data: Any, prefix: str = "") -> Any:
+    if isinstance(data, dict):
+        return {k: _masked_tree(v, f"{prefix}{k}.") for k, v in data.items()}
+    if prefix and is_secret(prefix[:-1]) and isinstance(data, str):
+        return mask(data)
+    return data
+
+
+def cmd_show(out=sys.stdout) -> int:
+    import yaml
+
+    raw = read_raw_config()
+    parse_config(raw, str(config_path()))  # junk shows as one ConfigError line
+    out.write(f"# {config_path()}\n")
+    out.write(yaml.safe_dump(_masked_tree(raw), sort_keys=False, allow_unicode=True) if raw else "# (no config.yaml yet: built-in defaults; run `hermes setup`)\n")
+    env = read_env_file()
+    if env:
+        out.write(f"# secrets in {env_path()}\n")
+        for k, v in env.items():
+            out.write(f"{k}={mask(v) if is_secret(k) else v}\n")
+    return 0
+
+
+def cmd_get(key: str, out=sys.stdout) -> int:
+    import yaml
+
+    raw = read_raw_config()
+    if is_secret(key):
+        var = secret_env_var(key, raw)
+        val = os.environ.get(var) or read_env_file().get(var)
+        in_yaml = get_dotted(raw, key)
+        if not val and in_yaml is not _MISSING:
+            val = in_yaml
+        out.write(f"{mask(val)}  (secret, from {var})\n" if val else f"(not set; `hermes config set {key} VALUE` stores it in .env)\n")
+        return 0
+    value = get_dotted(parse_config(raw, str(config_path())).model_dump(), key)
+    if value is _MISSING:
+        from hermes_cli.agent_factory import CommandError
+
+        raise CommandError(f"no config key `{key}`; see `hermes config show` for what is set")
+    if isinstance(value, (dict, list)):
+        out.write(yaml.safe_dump(_masked_tree(value, key + "."), sort_keys=False))
+    else:
+        out.write(("null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)) + "\n")
+    return 0
+
+
+def cmd_set(key: str, text: str, out=sys.stdout) -> int:
+    key = key.strip().strip(".")
+    if not key or any(not part for part in key.split(".")):
+        raise ConfigError(f"`{key}` is not a dotted key like model.default")
+    raw = read_raw_config()
+    if is_secret(key):
+        var = secret_env_var(key, raw)
+        p = write_env_var(var, text)
+        if get_dotted(raw, key) is not _MISSING:  # move a plain-text secret out of config.yaml
+            del_dotted(raw, key)
+            write_config(raw)
+        out.write(f"{key} saved as {var} in {p} (mode 600): {mask(text)}\n")
+        return 0
+    value = parse_value(text)
+    set_dotted(raw, key, value)
+    parse_config(raw, f"{config_path()} after setting {key}")  # never write a file that won't load
+    p = write_config(raw)
+    out.write(f"{key} = {value!r} written to {p}\n")
+    return 0
+
+
+def cmd_path(out=sys.stdout) -> int:
+    out.write(f"{config_path()}\n")
+    return 0
+
+
+def run(args: Any) -> int:
+    """Dispatch `hermes config <action>` from parsed arguments."""
+    action = getattr(args, "config_action", None) or "show"
+    hermes_home().mkdir(parents=True, exist_ok=True)
+    if action == "show":
+        return cmd_show()
+    if action == "get":
+        return cmd_get(args.key)
+    if action == "set":
+        return cmd_set(args.key, args.value)
+    if action == "path":
+        return cmd_path()
+    raise ConfigError(f"unknown config action {action!r}")

