@@ -72,22 +72,26 @@ _PERL_BOMB = re.compile(r"\bfork\s+while\s+fork\b|\bwhile\s*\(?\s*(?:1|true|True
 
 
 def detect_dangerous(command: str) -> str | None:
-    """Why `command` needs approval, or None when it looks routine."""
-    hit = match_dangerous(command)
-    return hit[1] if hit else None
+    """Why `command` needs approval (every reason, joined), or None when it looks routine."""
+    hits = match_all_dangerous(command)
+    return "; ".join(reason for _, reason in hits) if hits else None
 
 
-def match_dangerous(command: str, _depth: int = 0) -> tuple[str, str] | None:
+def match_dangerous(command: str) -> tuple[str, str] | None:
     """(pattern key, reason) of the first dangerous pattern in `command`."""
-    for key, rx, reason in _DANGEROUS:
-        if rx.search(command):
-            return key, reason
+    hits = match_all_dangerous(command)
+    return hits[0] if hits else None
+
+
+def match_all_dangerous(command: str, _depth: int = 0) -> list[tuple[str, str]]:
+    """Every dangerous (key, reason) in `command`, so "always" for one can't wave through another."""
+    hits = [(key, reason) for key, rx, reason in _DANGEROUS if rx.search(command)]
     if _depth < 3:
         for inner in _nested_commands(command):
-            hit = match_dangerous(inner, _depth + 1)
-            if hit:
-                return hit
-    return None
+            for hit in match_all_dangerous(inner, _depth + 1):
+                if hit not in hits:
+                    hits.append(hit)
+    return hits
 
 
 def detect_blocked(command: str) -> str | None:
@@ -108,9 +112,8 @@ def request_approval(command: str, reason: str, ctx: "ToolContext") -> bool:
         return False
     if ctx.yolo:
         return True
-    hit = match_dangerous(command)
-    key = hit[0] if hit else reason
-    if key in ctx.always_allowed:
+    keys = {key for key, _ in match_all_dangerous(command)} or {reason}
+    if keys <= ctx.always_allowed:
         return True
     if ctx.approval_callback is None:
         return False
@@ -120,7 +123,7 @@ def request_approval(command: str, reason: str, ctx: "ToolContext") -> bool:
         return False
     answer = str(answer or "").strip().lower()
     if answer == "always":
-        ctx.always_allowed.add(key)
+        ctx.always_allowed.update(keys)
         return True
     return answer == "once"
 

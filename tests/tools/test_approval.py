@@ -83,6 +83,18 @@ def test_callback_once_always_deny(tmp_path):
     assert calls[0] == ("rm -rf x", "recursive delete")
 
 
+def test_always_for_one_pattern_does_not_cover_another(tmp_path):
+    asked = []
+    ctx = make_ctx(tmp_path, lambda c, r: asked.append(r) or "always")
+    assert request_approval("rm -rf x", "recursive delete", ctx) is True
+    ctx.approval_callback = lambda c, r: asked.append(r) or "deny"
+    combo = "rm -rf y && git reset --hard"
+    reason = detect_dangerous(combo)
+    assert "recursive delete" in reason and "git reset --hard" in reason
+    assert request_approval(combo, reason, ctx) is False
+    assert asked[-1] == reason
+
+
 def test_raising_callback_denies(tmp_path):
     def cb(command, reason):
         raise RuntimeError("ui crashed")
