@@ -40,6 +40,7 @@ SAME_OUTPUT_STUB = "[same output as an earlier call]"
 PRUNED_PREFIX = "[tool output pruned: "
 
 PRUNE_MIN_TOKENS = 200          # tool outputs bigger than this (outside the tail) become a stub
+LAST_RESORT_PRUNE_TOKENS = 40   # when a no-model compaction still does not fit
 DEDUP_MIN_CHARS = 64            # identical outputs shorter than this are not worth a back-reference
 MIN_EFFECTIVE_CUT = 0.05        # a pass cutting less than this share of the request is ineffective
 INEFFECTIVE_PASSES_TO_BLOCK = 2
@@ -135,6 +136,24 @@ def _merge_block(block: str, msg: dict) -> dict:
 
 def _side(msg: dict) -> str:
     return "user" if msg.get("role") == "user" else "assistant"
+
+
+def place_summary(block: str, head: list[dict], tail: list[dict]) -> list[dict]:
+    """The summary message followed by ``tail``, placed so user/assistant alternation stays valid
+    after ``head`` (tool messages count as the assistant side; ``tail`` must not start with a tool).
+
+    The summary gets a role different from both neighbours; when none exists (the neighbours are
+    on different sides) the summary block is prepended to the first tail message instead. An empty
+    head behaves like an assistant before it, so a leading summary is a user message."""
+    if not tail:
+        raise ValueError("tail must not be empty")
+    prev_side = _side(head[-1]) if head else "assistant"
+    first = tail[0]
+    next_side = _side(first)
+    if prev_side == next_side:
+        role = "assistant" if next_side == "user" else "user"
+        return [{"role": role, "content": block}] + list(tail)
+    return [_merge_block(block, first)] + list(tail[1:])
 
 
 def _clip(text: str, limit: int) -> str:
@@ -366,7 +385,7 @@ class ContextCompressor:
     @staticmethod
     def _prune_range(work: list[dict], toks: list[int], start: int, end: int, names: dict[str, str],
                      seen: Optional[dict[str, int]] = None, dedup: bool = True,
-                     stop_when: Optional[Callable[[int], bool]] = None) -> int:
+                     stop_when: Optional[Callable[[int], bool]] = None, min_tokens: int = PRUNE_MIN_TOKENS) -> int:
         """Stub bulky / duplicate tool outputs in ``work[start:end]`` in place (replacing the dicts,
         updating ``toks``). Returns the tokens saved."""
         saved = 0
@@ -386,7 +405,7 @@ class ContextCompressor:
                     stub = SAME_OUTPUT_STUB
                 else:
                     seen[text] = i
-            if stub is None and toks[i] - PER_MESSAGE_OVERHEAD > PRUNE_MIN_TOKENS:
+            if stub is None and toks[i] - PER_MESSAGE_OVERHEAD > min_tokens:
                 name = names.get(str(m.get("tool_call_id")), "tool")
                 stub = f"{PRUNED_PREFIX}{name} returned {len(text)} chars]"
             if stub is None:
@@ -458,17 +477,6 @@ class ContextCompressor:
         return render(users, 30)[:max_chars]
 
     # ---- assembly --------------------------------------------------------------------------
-
-    @staticmethod
-    def _place(block: str, head: list[dict], tail: list[dict]) -> list[dict]:
-        """Summary + tail, placed so user/assistant alternation stays valid (tool = assistant side)."""
-        prev_side = _side(head[-1]) if head else "assistant"  # empty head: the summary opens as user
-        first = tail[0]
-        next_side = _side(first)
-        if prev_side == next_side:
-            role = "assistant" if next_side == "user" else "user"
-            return [{"role": role, "content": block}] + tail
-        return [_merge_block(block, first)] + tail[1:]
 
     def _truncate_summary(self, text: str, budget: int) -> str:
         text = text.strip()
@@ -562,22 +570,27 @@ class ContextCompressor:
         else:
             block = _summary_block(self._digest(middle, previous, budget))
         fallback = summary_text is None
-        placed = self._place(block, head, tail)
+        placed = place_summary(block, head, tail)
         standalone = len(placed) == len(tail) + 1
         new = head + placed
         new_est = (sum(toks[:head_end]) + estimate_message_tokens(placed[0])
                    + sum(toks[tail_start + (0 if standalone else 1):]))
 
         if fallback and not self.fits(max(0, base - (est - new_est)) + extra):
-            # last resort: stub bulky tool outputs in the tail too, oldest first, until it fits
+            # last resort: stub smaller tool outputs too, the tail first (oldest first), then the head
             offset = head_end + (1 if standalone else 0)
-            segment = new[offset:]
-            seg_toks = [estimate_message_tokens(m) for m in segment]
+            head_part, segment = new[:offset], new[offset:]
             need = max(0, base - (est - new_est)) + extra - self._window
-            cut = self._prune_range(segment, seg_toks, 0, len(segment), names, dedup=False,
-                                    stop_when=lambda got: got >= need)
+            cut = self._prune_range(segment, [estimate_message_tokens(m) for m in segment], 0, len(segment),
+                                    names, dedup=False, stop_when=lambda got: got >= need,
+                                    min_tokens=LAST_RESORT_PRUNE_TOKENS)
+            if cut < need:
+                more = need - cut
+                cut += self._prune_range(head_part, [estimate_message_tokens(m) for m in head_part], 0,
+                                         len(head_part), names, dedup=False, stop_when=lambda got: got >= more,
+                                         min_tokens=LAST_RESORT_PRUNE_TOKENS)
             if cut:
-                new = new[:offset] + segment
+                new = head_part + segment
                 new_est -= cut
 
         cut_total = est - new_est
