@@ -1,0 +1,162 @@
+"""Who may talk to the agent through a chat platform: deny by default, allowlists, one-time pairing codes.
+
+Decisions are pure functions of (environment, stored approvals, clock) so they are testable without a
+platform. Pairing state lives in ``HERMES_HOME/pairing/`` as small JSON files shared by the gateway
+and the ``hermes pairing`` command (two processes), so every change is a locked read-modify-write.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import secrets
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Optional
+
+from agent.config import hermes_home
+
+CODE_TTL_SECONDS = 3600
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O/1/I: codes are read aloud and retyped
+CODE_LENGTH = 8
+MAX_PENDING_PER_PLATFORM = 50  # strangers cannot grow the file without bound
+
+
+def _split_ids(value: Optional[str]) -> set[str]:
+    return {part.strip() for part in (value or "").split(",") if part.strip()}
+
+
+def allowlisted(platform: str, user_id: str, env: Mapping[str, str] | None = None,
+                extra: Optional[set[str]] = None) -> bool:
+    """True when ``<PLATFORM>_ALLOWED_USERS`` or ``GATEWAY_ALLOWED_USERS`` (comma lists, ``*`` = all) names the user."""
+    env = os.environ if env is None else env
+    ids = _split_ids(env.get(f"{platform.upper()}_ALLOWED_USERS")) | _split_ids(env.get("GATEWAY_ALLOWED_USERS"))
+    ids |= extra or set()
+    return "*" in ids or str(user_id) in ids
+
+
+class PairingStore:
+    """Pending codes and approved users per platform, under ``<home>/pairing/``."""
+
+    def __init__(self, home: Optional[Path] = None, clock: Callable[[], float] = time.time) -> None:
+        self.dir = (home or hermes_home()) / "pairing"
+        self.clock = clock
+
+    # -- files ---------------------------------------------------------------------------------
+    def _path(self, platform: str, kind: str) -> Path:
+        safe = "".join(c for c in platform.lower() if c.isalnum() or c in "-_") or "unknown"
+        return self.dir / f"{safe}-{kind}.json"
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with open(self.dir / ".lock", "a+") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _read(self, path: Path) -> dict[str, Any]:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def _write(self, path: Path, data: dict[str, Any]) -> None:
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+
+    def _live_pending(self, platform: str) -> dict[str, Any]:
+        now = self.clock()
+        pending = self._read(self._path(platform, "pending"))
+        return {c: e for c, e in pending.items() if now - float(e.get("created_at", 0)) < CODE_TTL_SECONDS}
+
+    # -- decisions -----------------------------------------------------------------------------
+    def is_approved(self, platform: str, user_id: str) -> bool:
+        return str(user_id) in self._read(self._path(platform, "approved"))
+
+    def request_code(self, platform: str, user_id: str, user_name: str = "", chat_id: str = "") -> Optional[str]:
+        """The user's live code (reused so repeated messages do not mint new ones), or a new one.
+
+        None when too many strangers are already waiting on this platform.
+        """
+        with self._locked():
+            pending = self._live_pending(platform)
+            for code, entry in pending.items():
+                if entry.get("user_id") == str(user_id):
+                    return code
+            if len(pending) >= MAX_PENDING_PER_PLATFORM:
+                return None
+            code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+            pending[code] = {"user_id": str(user_id), "user_name": user_name, "chat_id": str(chat_id),
+                             "created_at": self.clock()}
+            self._write(self._path(platform, "pending"), pending)
+            return code
+
+    def approve(self, platform: str, code: str) -> Optional[dict[str, Any]]:
+        """Admit the user behind a live code; the code is consumed. None if unknown or expired."""
+        code = code.strip().upper()
+        with self._locked():
+            pending = self._live_pending(platform)
+            entry = pending.pop(code, None)
+            self._write(self._path(platform, "pending"), pending)  # also drops expired codes
+            if entry is None:
+                return None
+            approved = self._read(self._path(platform, "approved"))
+            approved[entry["user_id"]] = {"user_name": entry.get("user_name", ""), "approved_at": self.clock()}
+            self._write(self._path(platform, "approved"), approved)
+            return entry
+
+    def revoke(self, platform: str, user_id: str) -> bool:
+        with self._locked():
+            approved = self._read(self._path(platform, "approved"))
+            if approved.pop(str(user_id), None) is None:
+                return False
+            self._write(self._path(platform, "approved"), approved)
+            return True
+
+    def platforms(self) -> list[str]:
+        if not self.dir.is_dir():
+            return []
+        names = {p.name.rsplit("-", 1)[0] for p in self.dir.glob("*-*.json")}
+        return sorted(names)
+
+    def list(self) -> dict[str, dict[str, Any]]:
+        """``{platform: {"pending": {code: entry}, "approved": {user_id: entry}}}`` (live codes only)."""
+        out: dict[str, dict[str, Any]] = {}
+        for platform in self.platforms():
+            out[platform] = {"pending": self._live_pending(platform),
+                             "approved": self._read(self._path(platform, "approved"))}
+        return out
+
+
+def pairing_message(platform: str, code: Optional[str]) -> str:
+    if code is None:
+        return "I can't take new pairing requests right now. Ask the owner of this bot to add you."
+    return ("Hi! I don't know you yet, so I can't answer. Ask the owner of this bot to run:\n\n"
+            f"    hermes pairing approve {platform} {code}\n\n"
+            "The code works once and expires in 1 hour.")
+
+
+class AccessControl:
+    """The gateway's gate for chat platforms: allowlist or approved pairing, else a pairing code."""
+
+    def __init__(self, store: Optional[PairingStore] = None, env: Mapping[str, str] | None = None,
+                 config_allowed: Optional[dict[str, set[str]]] = None) -> None:
+        self.store = store or PairingStore()
+        self.env = env
+        self.config_allowed = config_allowed or {}
+
+    def is_allowed(self, platform: str, user_id: str) -> bool:
+        extra = self.config_allowed.get(platform, set()) | self.config_allowed.get("*", set())
+        return allowlisted(platform, user_id, self.env, extra) or self.store.is_approved(platform, user_id)
+
+    def refusal(self, platform: str, user_id: str, user_name: str = "", chat_id: str = "") -> str:
+        """The message an unknown user gets: a one-time pairing code."""
+        return pairing_message(platform, self.store.request_code(platform, user_id, user_name, chat_id))

@@ -1,0 +1,302 @@
+"""``hermes gateway run|status`` and ``hermes pairing approve|list|revoke`` (also ``python -m gateway.cli``).
+
+Settings: environment > ``config.yaml`` ``gateway:`` section > defaults. The foreground process logs to
+``HERMES_HOME/logs/gateway.log``, writes ``HERMES_HOME/gateway.pid`` and ``gateway.json`` (status), and
+drains on SIGTERM/SIGINT.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import logging.handlers
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from agent.config import ConfigError, hermes_home, load_config, load_env_file
+
+log = logging.getLogger("gateway")
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def status_path() -> Path:
+    return hermes_home() / "gateway.json"
+
+
+def pid_path() -> Path:
+    return hermes_home() / "gateway.pid"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_status() -> Optional[dict[str, Any]]:
+    try:
+        data = json.loads(status_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if data.get("state") not in ("stopped", None) and not _pid_alive(int(data.get("pid") or 0)):
+        data["state"] = "dead"  # killed without a chance to say so
+    return data
+
+
+def _write_status(**fields: Any) -> None:
+    data = {"pid": os.getpid(), "updated_at": time.time(), **fields}
+    tmp = status_path().with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    os.replace(tmp, status_path())
+
+
+class _Redact(logging.Filter):
+    """Secrets never reach the log, whichever library formats them (httpx logs bot-token URLs)."""
+
+    def __init__(self, secrets_: list[str]) -> None:
+        super().__init__()
+        self.secrets = [s for s in secrets_ if s and len(s) >= 6]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        if any(s in msg for s in self.secrets):
+            for s in self.secrets:
+                msg = msg.replace(s, "***")
+            record.msg, record.args = msg, None
+        return True
+
+
+def _setup_logging(secrets_: list[str], verbose: bool) -> Path:
+    logs = hermes_home() / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    path = logs / "gateway.log"
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    redact = _Redact(secrets_)
+    file_handler = logging.handlers.RotatingFileHandler(path, maxBytes=5 << 20, backupCount=3, encoding="utf-8")
+    console = logging.StreamHandler(sys.stderr)
+    root = logging.getLogger()
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    for handler in (file_handler, console):
+        handler.setFormatter(fmt)
+        handler.addFilter(redact)
+        root.addHandler(handler)
+    for noisy in ("httpx", "httpx2", "httpcore", "telegram", "aiohttp.access", "openai"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    return path
+
+
+def _section(gw: dict[str, Any], name: str) -> dict[str, Any]:
+    value = gw.get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def _ids(value: Any) -> set[str]:
+    if isinstance(value, (list, tuple, set)):
+        return {str(v) for v in value}
+    return {v.strip() for v in str(value or "").split(",") if v.strip()}
+
+
+async def _serve(args: argparse.Namespace, cfg: Any) -> int:
+    from gateway.access import AccessControl, PairingStore
+    from gateway.platforms.api_server import DEFAULT_HOST, DEFAULT_MAX_BODY, DEFAULT_PORT, APIServer
+    from gateway.runner import GatewayRunner, default_agent_factory
+    from hermes_state import SessionDB
+
+    env, gw = os.environ, dict(cfg.gateway or {})
+    api_cfg, tg_cfg = _section(gw, "api_server"), _section(gw, "telegram")
+    db = SessionDB()
+    adapters: list[Any] = []
+    token = env.get("TELEGRAM_BOT_TOKEN") or tg_cfg.get("token")
+    if token and tg_cfg.get("enabled", True) and not args.no_telegram:
+        from gateway.platforms.telegram import TelegramAdapter
+
+        adapters.append(TelegramAdapter(token, base_url=env.get("TELEGRAM_BASE_URL") or tg_cfg.get("base_url"),
+                                        poll_timeout=float(tg_cfg.get("poll_timeout", 10))))
+    api_on = args.api_server or env.get("API_SERVER_ENABLED", "").lower() in _TRUE or bool(api_cfg.get("enabled"))
+    allowed = {"*": _ids(gw.get("allowed_users")), "telegram": _ids(tg_cfg.get("allowed_users"))}
+    runner = GatewayRunner(
+        session_db=db, agent_factory=default_agent_factory(cfg, db), adapters=adapters,
+        access=AccessControl(PairingStore(), config_allowed=allowed),
+        busy_policy=args.busy_policy or str(gw.get("busy_policy", "queue")),
+        max_workers=int(gw.get("max_concurrent_turns", 128)), max_cached_agents=int(gw.get("max_cached_agents", 1000)))
+    api = None
+    if api_on:
+        api = APIServer(runner, host=args.host or env.get("API_SERVER_HOST") or api_cfg.get("host") or DEFAULT_HOST,
+                        port=int(args.port if args.port is not None else
+                                 env.get("API_SERVER_PORT") or api_cfg.get("port") or DEFAULT_PORT),
+                        key=env.get("API_SERVER_KEY") or api_cfg.get("key"),
+                        max_body_bytes=int(api_cfg.get("max_body_bytes", DEFAULT_MAX_BODY)))
+    if not adapters and api is None:
+        print("hermes gateway: nothing to run. Enable the API server (API_SERVER_ENABLED=true or "
+              "`--api-server`) or set TELEGRAM_BOT_TOKEN.", file=sys.stderr)
+        return 2
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    platforms = [a.name for a in adapters] + (["api_server"] if api else [])
+    started = time.time()
+    await runner.start()
+    if api is not None:
+        await api.start()
+    address = f"http://{api.host}:{api.port}" if api else None
+
+    def status(state: str) -> None:
+        _write_status(state=state, started_at=started, platforms=platforms, api_server=address,
+                      sessions=len(runner._states), turns_completed=runner.turns_completed)
+
+    status("running")
+    print(f"READY gateway pid={os.getpid()} platforms={','.join(platforms)}" + (f" api={address}" if address else ""),
+          flush=True)
+    log.info("gateway running (pid %d, platforms: %s)", os.getpid(), ", ".join(platforms))
+    while not stop.is_set():
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=10)
+        except asyncio.TimeoutError:
+            status("running")
+    log.info("signal received: draining")
+    status("draining")
+    clean = await runner.shutdown(drain_timeout=float(args.drain_timeout if args.drain_timeout is not None
+                                                      else gw.get("drain_timeout", 60)))
+    if api is not None:
+        await api.stop()
+    status("stopped")
+    log.info("gateway stopped (%s)", "clean" if clean else "turns abandoned after persisting their messages")
+    return 0 if clean else 75
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    load_env_file()
+    try:
+        cfg = load_config()
+    except ConfigError as exc:
+        print(f"hermes gateway: {exc}", file=sys.stderr)
+        return 1
+    hermes_home().mkdir(parents=True, exist_ok=True)
+    current = read_status()
+    if current and current.get("state") in ("running", "draining") and int(current.get("pid", 0)) != os.getpid():
+        print(f"hermes gateway: already running (pid {current['pid']}); stop it first.", file=sys.stderr)
+        return 1
+    secrets_ = [os.environ.get(n, "") for n in ("TELEGRAM_BOT_TOKEN", "API_SERVER_KEY", "OPENAI_API_KEY",
+                                                 "OPENROUTER_API_KEY")]
+    gw = dict(cfg.gateway or {})
+    secrets_ += [str(_section(gw, "telegram").get("token") or ""), str(_section(gw, "api_server").get("key") or ""),
+                 str(cfg.model.api_key or "")]
+    logfile = _setup_logging(secrets_, args.verbose)
+    pid_path().write_text(f"{os.getpid()}\n", encoding="utf-8")
+    log.info("logging to %s", logfile)
+    try:
+        rc = asyncio.run(_serve(args, cfg))
+    except Exception as exc:  # startup errors (bad address, key missing on a public host): one clear line
+        log.error("gateway failed: %s", exc)
+        print(f"hermes gateway: {exc}", file=sys.stderr)
+        _write_status(state="stopped", error=str(exc))
+        rc = 1
+    finally:
+        pid_path().unlink(missing_ok=True)
+    logging.shutdown()
+    if rc == 75:  # a turn thread is stuck in a provider call; its user message is already saved
+        os._exit(0)
+    return rc
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    data = read_status()
+    if args.json:
+        print(json.dumps(data or {"state": "never started"}))
+    elif data is None:
+        print("gateway: not running (never started here)")
+    else:
+        line = f"gateway: {data.get('state')} (pid {data.get('pid')})"
+        if data.get("state") in ("running", "draining"):
+            up = int(time.time() - float(data.get("started_at") or time.time()))
+            line += (f", up {up}s, platforms: {', '.join(data.get('platforms') or [])}, "
+                     f"sessions: {data.get('sessions', 0)}, turns: {data.get('turns_completed', 0)}")
+            if data.get("api_server"):
+                line += f", API {data['api_server']}"
+        elif data.get("error"):
+            line += f", last error: {data['error']}"
+        print(line)
+        print(f"log: {hermes_home() / 'logs' / 'gateway.log'}")
+    return 0 if data and data.get("state") in ("running", "draining") else 1
+
+
+def gateway_main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="hermes gateway", description="Run the messaging gateway and API server.")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    run = sub.add_parser("run", help="run in the foreground (logs to HERMES_HOME/logs/gateway.log)")
+    run.add_argument("--api-server", action="store_true", help="enable the OpenAI-compatible API server")
+    run.add_argument("--host", help="API server address (default 127.0.0.1)")
+    run.add_argument("--port", type=int, help="API server port (default 8642; 0 picks a free one)")
+    run.add_argument("--no-telegram", action="store_true", help="do not start Telegram even if a token is set")
+    run.add_argument("--busy-policy", choices=("queue", "interrupt"), help="a message for a busy session")
+    run.add_argument("--drain-timeout", type=float, help="seconds running turns get on SIGTERM (default 60)")
+    run.add_argument("-v", "--verbose", action="store_true")
+    st = sub.add_parser("status", help="is a gateway running here?")
+    st.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    return _cmd_run(args) if args.cmd == "run" else _cmd_status(args)
+
+
+def pairing_main(argv: Optional[list[str]] = None) -> int:
+    from gateway.access import CODE_TTL_SECONDS, PairingStore
+
+    parser = argparse.ArgumentParser(prog="hermes pairing", description="Admit chat users who sent a pairing code.")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    ap = sub.add_parser("approve", help="admit the user behind a pairing code")
+    ap.add_argument("platform")
+    ap.add_argument("code")
+    sub.add_parser("list", help="pending codes and approved users")
+    rv = sub.add_parser("revoke", help="remove an approved user")
+    rv.add_argument("platform")
+    rv.add_argument("user_id")
+    args = parser.parse_args(argv)
+    store = PairingStore()
+    if args.cmd == "approve":
+        entry = store.approve(args.platform.lower(), args.code)
+        if entry is None:
+            print(f"No live pairing code {args.code.upper()} for {args.platform} (codes work once and expire "
+                  "after 1 hour). Ask the user to message the bot again for a new one.", file=sys.stderr)
+            return 1
+        who = f"{entry.get('user_name') or 'user'} ({entry['user_id']})"
+        print(f"Approved {who} on {args.platform}.")
+        return 0
+    if args.cmd == "revoke":
+        if store.revoke(args.platform.lower(), args.user_id):
+            print(f"Revoked {args.user_id} on {args.platform}.")
+            return 0
+        print(f"{args.user_id} is not approved on {args.platform}.", file=sys.stderr)
+        return 1
+    data = store.list()
+    if not any(v["pending"] or v["approved"] for v in data.values()):
+        print("No pending pairing codes and no approved users.")
+        return 0
+    now = time.time()
+    for platform, groups in data.items():
+        for code, e in sorted(groups["pending"].items()):
+            left = int((CODE_TTL_SECONDS - (now - float(e.get("created_at", now)))) // 60)
+            print(f"{platform}\tpending\t{code}\t{e.get('user_id')}\t{e.get('user_name', '')}\texpires in {left} min")
+        for uid, e in sorted(groups["approved"].items()):
+            print(f"{platform}\tapproved\t{uid}\t{e.get('user_name', '')}")
+    return 0
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "pairing":
+        return pairing_main(argv[1:])
+    return gateway_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

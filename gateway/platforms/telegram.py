@@ -1,0 +1,168 @@
+"""Telegram over python-telegram-bot long polling.
+
+The Bot API base URL is configurable (``TELEGRAM_BASE_URL`` / ``gateway.telegram.base_url``) so tests
+point the adapter at a loopback fake server; everything else is stock PTB. Handlers only hand the
+message to the runner and return, so PTB's sequential update processing keeps arrival order without
+ever waiting on a turn.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Optional
+
+from gateway.platforms.base import MessageEvent, PlatformAdapter
+
+log = logging.getLogger("gateway.telegram")
+
+TELEGRAM_LIMIT = 4096
+
+
+def utf16_len(text: str) -> int:
+    """Telegram measures message length in UTF-16 code units, not code points."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _fitting_prefix(text: str, limit: int, length: Callable[[str], int]) -> int:
+    cut = min(len(text), limit)
+    while cut > 1 and length(text[:cut]) > limit:
+        cut -= max(1, (length(text[:cut]) - limit + 1) // 2)
+    return max(cut, 1)
+
+
+def split_message(text: str, limit: int = TELEGRAM_LIMIT, length: Callable[[str], int] = utf16_len) -> list[str]:
+    """Split a reply into pieces of at most ``limit`` units, cutting at the last paragraph break that
+    fits, else the last line break, else the last space, else hard. Never returns an empty list."""
+    chunks: list[str] = []
+    rest = text
+    while length(rest) > limit:
+        cut = _fitting_prefix(rest, limit, length)
+        window = rest[:cut]
+        for sep in ("\n\n", "\n", " "):
+            at = window.rfind(sep)
+            if at > 0:
+                piece, rest = rest[:at], rest[at + len(sep):]
+                break
+        else:
+            piece, rest = window, rest[cut:]
+        if piece.strip():
+            chunks.append(piece.rstrip())
+        rest = rest.lstrip("\n")
+    if rest.strip() or not chunks:
+        chunks.append(rest)
+    return chunks
+
+
+def telegram_api_urls(base: Optional[str]) -> tuple[str, str]:
+    """``http://host:port`` (or a PTB-style ``.../bot`` / ``{token}`` URL) -> (base_url, base_file_url)."""
+    base = (base or "https://api.telegram.org").rstrip("/")
+    if "{token}" in base:
+        return base, base.replace("/bot{token}", "/file/bot{token}")
+    if base.endswith("/bot"):
+        return base, base[: -len("/bot")] + "/file/bot"
+    return base + "/bot", base + "/file/bot"
+
+
+def chat_type_of(telegram_type: str) -> str:
+    return {"private": "dm", "group": "group", "supergroup": "group", "channel": "channel"}.get(telegram_type, "dm")
+
+
+class TelegramAdapter(PlatformAdapter):
+    name = "telegram"
+    max_message_length = TELEGRAM_LIMIT
+
+    def __init__(self, token: str, base_url: Optional[str] = None, poll_timeout: float = 10.0) -> None:
+        super().__init__()
+        self._token = token
+        self._base_url = base_url
+        self._poll_timeout = poll_timeout
+        self._app: Any = None
+        self._username = ""
+
+    async def start(self) -> None:
+        from telegram.ext import Application, MessageHandler, filters
+
+        api, files = telegram_api_urls(self._base_url)
+        self._app = Application.builder().token(self._token).base_url(api).base_file_url(files).build()
+        self._app.add_handler(MessageHandler(filters.TEXT, self._on_update))
+        await self._app.initialize()
+        self._username = (self._app.bot.username or "").lower()
+        await self._app.start()
+        await self._app.updater.start_polling(poll_interval=0.0, timeout=int(max(1, self._poll_timeout)),
+                                              allowed_updates=["message"], drop_pending_updates=False,
+                                              error_callback=self._on_poll_error)
+        log.info("telegram: polling as @%s", self._username or "?")
+
+    def _on_poll_error(self, exc: Exception) -> None:
+        log.warning("telegram: polling error: %s", type(exc).__name__)
+
+    async def stop(self) -> None:
+        app, self._app = self._app, None
+        if app is None:
+            return
+        try:
+            if app.updater and app.updater.running:
+                await app.updater.stop()
+            if app.running:
+                await app.stop()  # processes updates already fetched, so nothing received is dropped
+            await app.shutdown()
+        except Exception as exc:  # stopping must not raise through the drain
+            log.warning("telegram: error while stopping: %s", exc)
+
+    async def _on_update(self, update: Any, _context: Any) -> None:
+        msg = update.effective_message
+        if msg is None or not msg.text or msg.from_user is None:
+            return
+        text = msg.text
+        if self._username and text.startswith("/"):
+            head, _, tail = text.partition(" ")
+            cmd, _, target = head.partition("@")
+            if target and target.lower() != self._username:
+                return  # a command addressed to another bot in the group
+            text = cmd + (" " + tail if tail else "")
+        user = msg.from_user
+        event = MessageEvent(
+            platform=self.name, chat_id=str(msg.chat.id), user_id=str(user.id), text=text,
+            chat_type=chat_type_of(msg.chat.type), user_name=user.username or user.full_name or "",
+            message_id=str(msg.message_id),
+            thread_id=str(msg.message_thread_id) if getattr(msg, "is_topic_message", False) else None,
+        )
+        await self.dispatch(event)
+
+    async def send(self, chat_id: str, text: str, *, reply_to: Optional[str] = None) -> Optional[str]:
+        from telegram.error import RetryAfter, TelegramError
+
+        if self._app is None:
+            return None
+        for attempt in range(3):
+            try:
+                sent = await self._app.bot.send_message(chat_id=int(chat_id), text=text)
+                return str(sent.message_id)
+            except RetryAfter as exc:
+                import asyncio
+
+                delay = exc.retry_after.total_seconds() if hasattr(exc.retry_after, "total_seconds") else exc.retry_after
+                await asyncio.sleep(min(float(delay), 30.0))
+            except TelegramError as exc:
+                log.warning("telegram: send to %s failed (attempt %d): %s", chat_id, attempt + 1, exc)
+        return None
+
+    async def edit(self, chat_id: str, message_id: str, text: str) -> None:
+        from telegram.error import TelegramError
+
+        if self._app is None:
+            return
+        try:
+            await self._app.bot.edit_message_text(chat_id=int(chat_id), message_id=int(message_id), text=text)
+        except TelegramError as exc:
+            log.debug("telegram: edit failed: %s", exc)
+
+    async def typing(self, chat_id: str) -> None:
+        from telegram.constants import ChatAction
+        from telegram.error import TelegramError
+
+        if self._app is None:
+            return
+        try:
+            await self._app.bot.send_chat_action(chat_id=int(chat_id), action=ChatAction.TYPING)
+        except TelegramError:
+            pass

@@ -1,0 +1,98 @@
+"""Which session a chat is in: session keys (SPEC §7) mapped to session ids through the SessionDB.
+
+The mapping lives in the store (``bind_session_key``), not in memory, so a restarted gateway keeps
+every chat's conversation, and a reset is just binding the key to a fresh id: the old session is
+never deleted and stays searchable.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Optional
+
+from gateway.platforms.base import MessageEvent
+
+log = logging.getLogger("gateway.sessions")
+
+
+def _clean(part: Any) -> str:
+    # ':' separates key fields; ids never contain it on the supported platforms, but be safe.
+    return str(part).replace(":", "_")
+
+
+def session_key(platform: str, chat_type: str, chat_id: str, user_id: Optional[str] = None,
+                thread_id: Optional[str] = None) -> str:
+    """``<platform>:dm:<chat>``; groups are keyed per user so people in one group never share a
+    context: ``<platform>:group:<chat>:<user>`` (``<platform>:thread:<chat>:<thread>:<user>`` in topics)."""
+    p, chat = _clean(platform), _clean(chat_id)
+    if chat_type == "dm":
+        return f"{p}:dm:{chat}"
+    if chat_type == "channel":
+        return f"{p}:channel:{chat}"
+    user = _clean(user_id if user_id is not None else "unknown")
+    if thread_id:
+        return f"{p}:thread:{chat}:{_clean(thread_id)}:{user}"
+    return f"{p}:group:{chat}:{user}"
+
+
+def key_for_event(event: MessageEvent) -> str:
+    return session_key(event.platform, event.chat_type, event.chat_id, event.user_id, event.thread_id)
+
+
+def platform_of(key: str) -> str:
+    return key.split(":", 1)[0]
+
+
+def new_session_id() -> str:
+    from hermes_state import new_session_id as _new
+
+    return _new()
+
+
+class SessionMap:
+    """Session key -> current session id, persisted in the SessionDB."""
+
+    def __init__(self, db: Any) -> None:
+        self.db = db
+
+    def lookup(self, key: str) -> Optional[str]:
+        return self.db.get_session_for_key(key)
+
+    def get_or_create(self, key: str, user_id: Optional[str] = None) -> str:
+        sid = self.lookup(key)
+        if sid and self.db.get_session(sid) is not None:
+            return sid
+        return self._bind_new(key, user_id)
+
+    def rotate(self, key: str, reason: str, user_id: Optional[str] = None) -> tuple[Optional[str], str]:
+        """Start a fresh session for the key; the old one is ended (kept, searchable). -> (old, new)."""
+        old = self.lookup(key)
+        new = self._bind_new(key, user_id, parent=old)
+        if old:
+            try:
+                self.db.end_session(old, reason)
+            except Exception as exc:  # ending is bookkeeping; the reset itself already happened
+                log.warning("could not mark session %s ended: %s", old, exc)
+        return old, new
+
+    def _bind_new(self, key: str, user_id: Optional[str], parent: Optional[str] = None) -> str:
+        sid = self.db.create_session(new_session_id(), source=platform_of(key), user_id=user_id,
+                                     parent_session_id=parent)
+        self.db.bind_session_key(key, sid)
+        log.info("session key %s -> %s", key, sid)
+        return sid
+
+    def mark(self, session_id: str) -> int:
+        """A position in the session's rows; ``ensure_user_message`` looks only after it."""
+        try:
+            return int(self.db.max_message_id(session_id) or 0)
+        except Exception:
+            return 0
+
+    def ensure_user_message(self, session_id: str, text: str, after_id: int = 0) -> bool:
+        """Persist ``text`` as a user message unless a row after ``after_id`` already holds it (the
+        agent normally persists its own turn). Returns True when it had to write it."""
+        rows = self.db.get_messages(session_id, include_inactive=True)
+        if any(r.get("id", 0) > after_id and r.get("role") == "user" and r.get("content") == text for r in rows):
+            return False
+        self.db.append_message(session_id, "user", text)
+        return True
