@@ -46,9 +46,9 @@ def _m1_core(c: sqlite3.Connection) -> None:
     c.execute("CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_title ON sessions(title) "
               "WHERE title IS NOT NULL")
     c.execute("CREATE INDEX IF NOT EXISTS idx_sessions_updated ON sessions(updated_at)")
-    # content is always readable text (what FTS indexes); content_parts keeps the JSON of
-    # list/dict content so it round-trips. seq orders the conversation; it equals insertion order except when a compaction
-    # (replace_active_messages with upto_id) slots its summary before rows appended meanwhile.
+    # content: always readable text (what FTS indexes); content_parts: the JSON of list/dict
+    # content, so it round-trips. seq: conversation order, = insertion order except when a
+    # compaction (replace_active_messages with upto_id) slots in before rows appended meanwhile.
     c.execute("""CREATE TABLE IF NOT EXISTS messages (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
@@ -119,18 +119,10 @@ def _decode_content(text: Optional[str], parts: Optional[str]) -> Any:
         return text
 
 
-def _encode_tool_calls(tool_calls: Any) -> Optional[str]:
-    if tool_calls is None or isinstance(tool_calls, str):
-        return tool_calls
-    return json.dumps(tool_calls, ensure_ascii=False)
-
-
 def _parse_tool_calls(raw: Optional[str]) -> tuple[Any, bool]:
     """(value, ok): parsed list, or the raw text with ok=False when the column is corrupt."""
-    if raw is None:
-        return None, True
     try:
-        return json.loads(raw), True
+        return (None if raw is None else json.loads(raw)), True
     except ValueError:
         return raw, False
 
@@ -462,13 +454,16 @@ class SessionDB:
                                   "WHERE session_id = ?", (session_id,)).fetchone()[0]
         ids = []
         for offset, msg in enumerate(messages):
+            if not msg.get("role"):
+                raise ValueError(f"message {offset} has no role; nothing was saved")
             content, parts = _encode_content(msg.get("content"))
+            tc = msg.get("tool_calls")
             cur = c.execute(
                 "INSERT INTO messages (session_id, role, content, content_parts, tool_calls,"
                 " tool_call_id, tool_name, created_at, token_count, seq)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (session_id, msg.get("role") or "user", content, parts,
-                 _encode_tool_calls(msg.get("tool_calls")), msg.get("tool_call_id"),
+                (session_id, msg["role"], content, parts,
+                 tc if tc is None or isinstance(tc, str) else json.dumps(tc, ensure_ascii=False), msg.get("tool_call_id"),
                  msg.get("tool_name") or msg.get("name"), now, msg.get("token_count"),
                  seq_start + offset))
             ids.append(int(cur.lastrowid))
@@ -627,32 +622,29 @@ class SessionDB:
                           (now + ttl_seconds, session_id))
                 return True
             return False
+        return self._lock_write(tx, "acquire", session_id)
+
+    def _lock_write(self, fn: Callable[[sqlite3.Connection], bool], what: str,
+                    session_id: str) -> bool:
+        """Lock operations fail closed: a database error means "not yours"."""
         try:
-            return self._write(tx)
-        except sqlite3.Error as exc:
-            logger.warning("compression lock for %s not acquired: %s", session_id, exc)
+            return self._write(fn)
+        except (sqlite3.Error, SessionDBError) as exc:
+            logger.warning("compression lock %s for %s failed: %s", what, session_id, exc)
             return False
 
     def refresh_compression_lock(self, session_id: str, holder: str,
                                  ttl_seconds: float = 300) -> bool:
         """Extend our own lease while a long summary runs; False if it is no longer ours."""
-        try:
-            return self._write(lambda c: c.execute(
-                "UPDATE compression_locks SET expires_at = ? WHERE session_id = ? AND holder = ?",
-                (time.time() + ttl_seconds, session_id, holder)).rowcount > 0)
-        except sqlite3.Error as exc:
-            logger.warning("compression lock for %s not refreshed: %s", session_id, exc)
-            return False
+        return self._lock_write(lambda c: c.execute(
+            "UPDATE compression_locks SET expires_at = ? WHERE session_id = ? AND holder = ?",
+            (time.time() + ttl_seconds, session_id, holder)).rowcount > 0, "refresh", session_id)
 
     def release_compression_lock(self, session_id: str, holder: str) -> bool:
         """Delete the lock only if this holder owns it (never someone else's)."""
-        try:
-            return self._write(lambda c: c.execute(
-                "DELETE FROM compression_locks WHERE session_id = ? AND holder = ?",
-                (session_id, holder)).rowcount > 0)
-        except sqlite3.Error as exc:
-            logger.warning("compression lock for %s not released: %s", session_id, exc)
-            return False
+        return self._lock_write(lambda c: c.execute(
+            "DELETE FROM compression_locks WHERE session_id = ? AND holder = ?",
+            (session_id, holder)).rowcount > 0, "release", session_id)
 
     def get_compression_lock_holder(self, session_id: str) -> Optional[str]:
         """The live holder, or None when unlocked, expired, or held by a dead process."""

@@ -296,6 +296,8 @@ def test_append_messages_is_one_transaction(db: SessionDB) -> None:
     with pytest.raises(TypeError):
         db.append_messages(sid, [{"role": "user", "content": "ok"},
                                  {"role": "user", "content": object()}])
+    with pytest.raises(ValueError, match="no role"):
+        db.append_messages(sid, [{"role": "user", "content": "ok"}, {"content": "who?"}])
     assert db.get_messages(sid, include_inactive=True) == []
     assert db.get_session(sid)["message_count"] == 0
 
