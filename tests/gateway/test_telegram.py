@@ -1,0 +1,173 @@
+"""The Telegram adapter end to end: FakeTelegram (real HTTP, real python-telegram-bot) -> runner -> real
+agents -> FakeProvider, and the gateway's reactions of SPEC §7 produced for real."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from gateway.cli import pairing_main
+from gateway.runner import SOFT_DEFERRED
+from tests.fake_provider import error_413, text
+
+USER, CHAT = 1001, 1001
+
+
+@pytest.fixture
+def tg(make_gateway, fake_telegram, monkeypatch):
+    monkeypatch.setenv("TELEGRAM_ALLOWED_USERS", f"{USER},2002")
+    return make_gateway(telegram=fake_telegram), fake_telegram
+
+
+def _user_texts(gw, sid):
+    return [m["content"] for m in gw.db.get_active_messages(sid) if m["role"] == "user"]
+
+
+def test_user_gets_reply_with_typing(tg, provider_env):
+    gw, fake = tg
+    provider_env.queue(text("Hi there, human"))
+    fake.push_message(CHAT, USER, "hello bot")
+    assert fake.wait_for_sent(CHAT) == ["Hi there, human"]
+    assert any(int(p["chat_id"]) == CHAT and p["action"] == "typing" for p in fake.calls_of("sendChatAction"))
+    sid = gw.session_for(f"telegram:dm:{CHAT}")
+    assert _user_texts(gw, sid) == ["hello bot"]
+
+
+def test_unknown_user_pairs(tg, provider_env, capsys):
+    gw, fake = tg
+    stranger = 5555
+    fake.push_message(stranger, stranger, "let me in")
+    refusal = fake.wait_for_sent(stranger)[0]
+    assert "hermes pairing approve telegram" in refusal
+    assert provider_env.requests == []
+    code = refusal.split("hermes pairing approve telegram ")[1].split()[0]
+    assert pairing_main(["list"]) == 0 and code in capsys.readouterr().out
+    assert pairing_main(["approve", "telegram", code]) == 0
+    assert pairing_main(["approve", "telegram", code]) == 1  # one-time
+    provider_env.queue(text("welcome aboard"))
+    fake.push_message(stranger, stranger, "hello again")
+    assert fake.wait_for_sent(stranger, 2)[1] == "welcome aboard"
+    assert pairing_main(["revoke", "telegram", str(stranger)]) == 0
+    fake.push_message(stranger, stranger, "still here?")
+    assert "pairing approve" in fake.wait_for_sent(stranger, 3)[2]
+
+
+def test_lock_contended_turn_defers_softly(tg, provider_env):
+    gw, fake = tg
+    provider_env.queue(text("first answer"))
+    fake.push_message(CHAT, USER, "first message")
+    fake.wait_for_sent(CHAT)
+    key = f"telegram:dm:{CHAT}"
+    sid = gw.session_for(key)
+    before = gw.db.get_active_messages(sid)
+    holder = f"pid={os.getpid()}:tid=1:agent=x:nonce=y"
+    assert gw.db.try_acquire_compression_lock(sid, holder)
+    try:
+        provider_env.handler = lambda body: error_413()
+        fake.push_message(CHAT, USER, "second message")
+        sent = fake.wait_for_sent(CHAT, 2)
+    finally:
+        gw.db.release_compression_lock(sid, holder)
+    assert "compression is already running" in sent[1].lower() or sent[1] == SOFT_DEFERRED
+    assert gw.session_for(key) == sid
+    after = gw.db.get_active_messages(sid)
+    assert after[: len(before)] == before
+    assert _user_texts(gw, sid) == ["first message", "second message"]
+    provider_env.handler = None  # the next message goes through in the same session
+    provider_env.queue(text("back to normal"))
+    fake.push_message(CHAT, USER, "third message")
+    assert fake.wait_for_sent(CHAT, 3)[2] == "back to normal"
+    assert gw.session_for(key) == sid
+
+
+def test_exhausted_turn_resets_the_chat(tg, provider_env):
+    gw, fake = tg
+    provider_env.queue(text("first answer"))
+    fake.push_message(CHAT, USER, "remember the blue whale")
+    fake.wait_for_sent(CHAT)
+    key = f"telegram:dm:{CHAT}"
+    old = gw.session_for(key)
+    provider_env.handler = lambda body: error_413()
+    fake.push_message(CHAT, USER, "this will not fit")
+    notice = fake.wait_for_sent(CHAT, 2)[1]
+    assert "fresh session" in notice and old in notice
+    new = gw.session_for(key)
+    assert new and new != old
+    assert gw.db.get_session(old) is not None
+    assert "remember the blue whale" in _user_texts(gw, old)
+    assert any(hit.get("session_id") == old for hit in gw.db.search_messages("whale"))
+    provider_env.handler = None
+    provider_env.queue(text("fresh start"))
+    fake.push_message(CHAT, USER, "hello again")
+    assert fake.wait_for_sent(CHAT, 3)[2] == "fresh start"
+    assert _user_texts(gw, new) == ["hello again"]
+
+
+def test_one_turn_at_a_time_per_session_in_order(tg, provider_env):
+    gw, fake = tg
+    lock = threading.Lock()
+    active: dict[str, int] = {}
+    overlaps: list[str] = []
+
+    def handler(body):
+        # the chat a request belongs to, from its first user message
+        tag = next(m["content"] for m in body["messages"] if m["role"] == "user").split()[0]
+        with lock:
+            active[tag] = active.get(tag, 0) + 1
+            if active[tag] > 1:
+                overlaps.append(tag)
+        time.sleep(0.3)
+        with lock:
+            active[tag] -= 1
+        last = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
+        return text(f"answer to {last}")
+
+    provider_env.handler = handler
+    other = 2002
+    for i in range(3):
+        fake.push_message(CHAT, USER, f"alpha {i}")
+    fake.push_message(other, other, "beta 0")
+    assert fake.wait_for_sent(CHAT, 3) == [f"answer to alpha {i}" for i in range(3)]
+    assert fake.wait_for_sent(other) == ["answer to beta 0"]
+    assert overlaps == []
+
+
+def test_group_messages_are_keyed_per_user_and_long_replies_split(tg, provider_env):
+    gw, fake = tg
+    group = -100777
+    long_reply = "\n\n".join(f"Paragraph {i} " + "word " * 300 for i in range(6))  # ~9,000 chars
+    provider_env.queue(text("for user one"), text(long_reply))
+    fake.push_message(group, USER, "hi from one", chat_type="supergroup")
+    fake.wait_for_sent(group, 1)
+    fake.push_message(group, 2002, "hi from two", chat_type="supergroup")
+    sent = fake.wait_for_sent(group, 4)
+    s1, s2 = gw.session_for(f"telegram:group:{group}:{USER}"), gw.session_for(f"telegram:group:{group}:2002")
+    assert s1 and s2 and s1 != s2
+    pieces = sent[1:]
+    assert len(pieces) == 3 and all(len(p) <= 4096 for p in pieces)
+    assert all(p.startswith("Paragraph") for p in pieces)
+    assert "\n\n".join(pieces).split() == long_reply.split()
+
+
+def test_slash_commands(tg, provider_env):
+    gw, fake = tg
+    provider_env.queue(text("answer one"))
+    fake.push_message(CHAT, USER, "hello")
+    fake.wait_for_sent(CHAT)
+    key = f"telegram:dm:{CHAT}"
+    old = gw.session_for(key)
+    fake.push_message(CHAT, USER, "/usage")
+    assert old in fake.wait_for_sent(CHAT, 2)[1]
+    fake.push_message(CHAT, USER, "/model other-model")
+    assert "other-model" in fake.wait_for_sent(CHAT, 3)[2]
+    fake.push_message(CHAT, USER, "/stop")
+    assert fake.wait_for_sent(CHAT, 4)[3] == "Nothing is running."
+    fake.push_message(CHAT, USER, "/new")
+    assert "new session" in fake.wait_for_sent(CHAT, 5)[4].lower()
+    assert gw.session_for(key) not in (None, old)
+    assert gw.db.get_session(old) is not None
+    fake.push_message(CHAT, USER, "after reset")
+    fake.wait_for_sent(CHAT, 6)
+    assert provider_env.last_request["model"] == "other-model"
