@@ -434,19 +434,21 @@ class ContextCompressor:
                 if rest is None:
                     continue
                 m = rest
-            if role == "user":
-                text = message_text(m)
-                if text.strip():
-                    items.append(("User", text))
-            elif role == "assistant" and not m.get("tool_calls"):
-                text = message_text(m)
-                if text.strip():
-                    items.append(("Assistant", text))
+            if role == "user" or (role == "assistant" and not m.get("tool_calls")):
+                # normalise once, on a bounded prefix (the items are clipped to <= 200 chars anyway)
+                text = " ".join(message_text(m)[: DIGEST_ITEM_CHARS * 3].split())
+                if text:
+                    items.append(("User" if role == "user" else "Assistant", text))
         header = (f"Automatic summary unavailable; extractive digest of {len(middle)} earlier messages "
                   "(user requests and final answers, truncated).")
         prev_line = ""
         if previous:
             prev_line = "Earlier summary: " + _clip(previous, max(200, max_chars // 3))
+
+        fixed = len(header) + (len(prev_line) + 1 if prev_line else 0)
+
+        def size(sel: list[tuple[str, str]], lim: int) -> int:  # upper bound of render(sel, lim)
+            return fixed + sum(5 + len(who) + min(len(text), lim) for who, text in sel)
 
         def render(sel: list[tuple[str, str]], lim: int, omitted: int = 0, at: int = 0) -> str:
             lines = [header]
@@ -455,26 +457,31 @@ class ContextCompressor:
             for j, (who, text) in enumerate(sel):
                 if omitted and j == at:
                     lines.append(f"- … ({omitted} more messages omitted)")
-                lines.append(f"- {who}: {_clip(text, lim)}")
+                if len(text) > lim:
+                    text = text[: lim - 1].rstrip() + "…"
+                lines.append(f"- {who}: {text}")
             return "\n".join(lines)
 
+        def bounded(out: str) -> str:  # non-Latin text counts more tokens per char
+            est_tokens = estimate_text_tokens(out)
+            if est_tokens > budget:
+                out = out[: max(1, int(len(out) * budget / est_tokens * 0.97))]
+            return out
+
         for lim in (DIGEST_ITEM_CHARS, 120, 60):
-            out = render(items, lim)
-            if len(out) <= max_chars:
-                return out
+            if size(items, lim) <= max_chars:
+                return bounded(render(items, lim))
         users = [it for it in items if it[0] == "User"]
         for lim in (DIGEST_ITEM_CHARS, 120, 60, 30):
-            out = render(users, lim)
-            if len(out) <= max_chars:
-                return out
+            if size(users, lim) <= max_chars:
+                return bounded(render(users, lim))
         # still too long: keep the first and the newest requests
-        keep = max(2, (max_chars - len(header) - len(prev_line)) // 40)
-        first = keep // 3
-        last = keep - first
+        keep = max(2, (max_chars - fixed) // 40)
         if len(users) > keep:
-            sel = users[:first] + users[-last:]
-            return render(sel, 30, omitted=len(users) - keep, at=first)[:max_chars]
-        return render(users, 30)[:max_chars]
+            first = keep // 3
+            sel = users[:first] + users[len(users) - (keep - first):]
+            return bounded(render(sel, 30, omitted=len(users) - keep, at=first)[:max_chars])
+        return bounded(render(users, 30)[:max_chars])
 
     # ---- assembly --------------------------------------------------------------------------
 
@@ -545,7 +552,11 @@ class ContextCompressor:
                 out = self.summarize(middle, previous_summary=previous, focus=focus, max_tokens=budget)
             except Exception as exc:  # noqa: BLE001 - any failure of the summary call is survivable
                 msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                reason = f"{type(exc).__name__}: {msg}"[:160] if msg else type(exc).__name__
+                kind = type(exc).__name__
+                if kind == "SummaryError" and msg:  # already "<cause>: <detail>" from the summarizer
+                    reason = msg[:160]
+                else:
+                    reason = f"{kind}: {msg}"[:160] if msg else kind
             else:
                 if not isinstance(out, str):
                     reason = f"summary was {type(out).__name__}, not text"
@@ -576,8 +587,9 @@ class ContextCompressor:
         new_est = (sum(toks[:head_end]) + estimate_message_tokens(placed[0])
                    + sum(toks[tail_start + (0 if standalone else 1):]))
 
-        if fallback and not self.fits(max(0, base - (est - new_est)) + extra):
-            # last resort: stub smaller tool outputs too, the tail first (oldest first), then the head
+        if not self.fits(max(0, base - (est - new_est)) + extra):
+            # last resort (the tail alone is too big): stub smaller tool outputs too, the tail first
+            # (oldest first), then the head
             offset = head_end + (1 if standalone else 0)
             head_part, segment = new[:offset], new[offset:]
             need = max(0, base - (est - new_est)) + extra - self._window

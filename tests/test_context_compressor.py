@@ -376,6 +376,29 @@ def test_random_histories_stay_well_formed(seed):
         msgs = out  # keep compacting the compacted history
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_random_histories_fallback_fits_and_stays_well_formed(seed):
+    rng = random.Random(1000 + seed)
+    msgs = gen_history(rng, rng.randint(20, 60))
+    c = ContextCompressor(
+        rng.choice([4_000, 8_000, 16_000]),
+        protect_first_n=rng.randint(0, 5),
+        protect_last_n=rng.randint(1, 20),
+        target_ratio=rng.choice([0.05, 0.2, 0.5]),
+        summarize=Recorder(exc=TimeoutError("timed out")),
+    )
+    tokens = est(msgs)
+    r = c.compress(msgs)
+    assert check_well_formed(r.messages) == []
+    assert last_user_text(r.messages) == last_user_text(msgs)
+    if c.fits(tokens):
+        assert r.messages is msgs and not r.changed
+    else:
+        assert r.changed and r.fallback
+        assert c.fits(est(r.messages))
+        assert len(summaries_in(r.messages)) == 1
+
+
 # ---------------------------------------------------------------------------------------
 # pruning
 # ---------------------------------------------------------------------------------------
