@@ -371,9 +371,9 @@ def test_random_histories_stay_well_formed(seed):
                 if is_summary_message(a):
                     break
                 assert a["role"] == b["role"] and a.get("tool_call_id") == b.get("tool_call_id")
+        # keep compacting the compacted history, grown by one more turn
         out = new + [user(f"more {_round}"), asst("ok " + "m" * 2000)]
-        msgs = msgs + [user(f"more {_round}"), asst("ok " + "m" * 2000)]
-        msgs = out  # keep compacting the compacted history
+        msgs = out
 
 
 @pytest.mark.parametrize("seed", range(40))
