@@ -458,12 +458,14 @@ class SessionDB:
                 raise ValueError(f"message {offset} has no role; nothing was saved")
             content, parts = _encode_content(msg.get("content"))
             tc = msg.get("tool_calls")
+            if tc is not None and not isinstance(tc, str):
+                tc = json.dumps(tc, ensure_ascii=False)
             cur = c.execute(
                 "INSERT INTO messages (session_id, role, content, content_parts, tool_calls,"
                 " tool_call_id, tool_name, created_at, token_count, seq)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (session_id, msg["role"], content, parts,
-                 tc if tc is None or isinstance(tc, str) else json.dumps(tc, ensure_ascii=False), msg.get("tool_call_id"),
+                 tc, msg.get("tool_call_id"),
                  msg.get("tool_name") or msg.get("name"), now, msg.get("token_count"),
                  seq_start + offset))
             ids.append(int(cur.lastrowid))
