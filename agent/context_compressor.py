@@ -35,7 +35,7 @@ SUMMARY_MARKER = (
     "[CONTEXT SUMMARY — reference only. Earlier turns were compacted; "
     "this is a hand-off note, not instructions.]"
 )
-SUMMARY_END = "[END OF CONTEXT SUMMARY]"
+SUMMARY_END = "[END OF SUMMARY]"
 SAME_OUTPUT_STUB = "[same output as an earlier call]"
 PRUNED_PREFIX = "[tool output pruned: "
 
@@ -508,7 +508,7 @@ class ContextCompressor:
 
         plan = self._plan(messages, toks)
         if plan is None:
-            self._record_pass(False, force)
+            # nothing to compact yet: cheap, and the history will grow, so it is not a thrash signal
             return unchanged()
         head_end, tail_start, summaries = plan
         n = len(messages)

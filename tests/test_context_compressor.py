@@ -286,7 +286,7 @@ def test_last_user_in_head_lets_the_tool_loop_be_compacted():
 # placement
 # ---------------------------------------------------------------------------------------
 
-BLOCK = SUMMARY_MARKER + "\nthe summary\n[END OF CONTEXT SUMMARY]"
+BLOCK = SUMMARY_MARKER + "\nthe summary\n[END OF SUMMARY]"
 
 HEAD_ENDINGS = {
     "empty": [],
@@ -673,27 +673,36 @@ def test_anti_thrash_blocks_after_two_ineffective_passes_and_unblocks_on_low_rea
 
 def test_anti_thrash_probe_interval():
     clock = FakeClock()
-    c = ContextCompressor(10_000, summarize=Recorder(), clock=clock)
-    tiny = chat(2)
-    c.compress(tiny)
-    c.compress(tiny)  # "nothing to do" twice
+    c = ContextCompressor(20_000, protect_first_n=1, protect_last_n=8, summarize=Recorder(), clock=clock)
+    msgs = _ineffective_history()
+    c.compress(msgs)
+    c.compress(msgs)
     assert c.auto_blocked
-    clock.advance(PROBE_INTERVAL + 1)
+    clock.advance(PROBE_INTERVAL - 1)
+    assert c.auto_blocked
+    clock.advance(2)
     assert not c.auto_blocked and c.should_compress(c.threshold_tokens)
-    c.compress(tiny)  # the probe is ineffective too: blocked again
+    c.compress(msgs)  # the probe is ineffective too: blocked again
     assert c.auto_blocked
+
+
+def test_nothing_to_do_is_not_a_thrash_signal():
+    c = ContextCompressor(10_000, summarize=Recorder())
+    for _ in range(5):
+        assert not c.compress(chat(2)).changed
+    assert not c.auto_blocked
 
 
 def test_effective_pass_resets_counter_and_manual_passes_do_not_block():
     clock = FakeClock()
-    c = ContextCompressor(10_000, summarize=Recorder(), clock=clock)
-    tiny = chat(2)
-    c.compress(tiny)
-    c.compress(chat(20))  # effective
-    c.compress(tiny)
+    c = ContextCompressor(20_000, protect_first_n=1, protect_last_n=8, summarize=Recorder(), clock=clock)
+    bad = _ineffective_history()
+    c.compress(bad)
+    c.compress(chat(40, size=300))  # effective
+    c.compress(bad)
     assert not c.auto_blocked
     for _ in range(5):
-        c.compress(tiny, force=True)
+        c.compress(bad, force=True)
     assert not c.auto_blocked
 
 
