@@ -75,7 +75,7 @@ class _Redact(logging.Filter):
         return True
 
 
-def _setup_logging(secrets_: list[str], verbose: bool) -> Path:
+def _setup_logging(secrets_: list[str], verbose: bool) -> tuple[Path, list[logging.Handler]]:
     logs = hermes_home() / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     path = logs / "gateway.log"
@@ -91,7 +91,7 @@ def _setup_logging(secrets_: list[str], verbose: bool) -> Path:
         root.addHandler(handler)
     for noisy in ("httpx", "httpx2", "httpcore", "telegram", "aiohttp.access", "openai"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    return path
+    return path, [file_handler, console]
 
 
 def _section(gw: dict[str, Any], name: str) -> dict[str, Any]:
@@ -192,7 +192,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     gw = dict(cfg.gateway or {})
     secrets_ += [str(_section(gw, "telegram").get("token") or ""), str(_section(gw, "api_server").get("key") or ""),
                  str(cfg.model.api_key or "")]
-    logfile = _setup_logging(secrets_, args.verbose)
+    logfile, handlers = _setup_logging(secrets_, args.verbose)
     pid_path().write_text(f"{os.getpid()}\n", encoding="utf-8")
     log.info("logging to %s", logfile)
     try:
@@ -204,7 +204,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         rc = 1
     finally:
         pid_path().unlink(missing_ok=True)
-    logging.shutdown()
+        for handler in handlers:
+            logging.getLogger().removeHandler(handler)
+            handler.close()
     if rc == 75:  # a turn thread is stuck in a provider call; its user message is already saved
         os._exit(0)
     return rc

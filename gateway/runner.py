@@ -324,7 +324,7 @@ class GatewayRunner:
             return TurnOutcome("exhausted", text, new, result, new_session_id=new)
         if result.get("interrupted"):
             return TurnOutcome("interrupted", str(result.get("final_response") or ""), sid, result)
-        if result.get("failed") or result.get("error") and not result.get("final_response"):
+        if result.get("failed"):
             log.warning("%s: turn failed: %s", st.key, short_error(result))
             if sid:
                 try:
@@ -334,7 +334,8 @@ class GatewayRunner:
             st.agent = None  # reload a consistent history from the store next time
             return TurnOutcome("failed", f"Sorry, that failed: {short_error(result)}. Your message is saved; "
                                          "please try again.", sid, result)
-        return TurnOutcome("ok", str(result.get("final_response") or ""), sid, result)
+        # a stop without an answer (max_iterations) explains itself in ``error``
+        return TurnOutcome("ok", str(result.get("final_response") or result.get("error") or ""), sid, result)
 
     async def _agent_for(self, st: _Session) -> Any:
         sid = await asyncio.to_thread(self.sessions.get_or_create, st.key, st.user_id)

@@ -10,7 +10,7 @@ import pytest
 
 from gateway.cli import pairing_main
 from gateway.runner import SOFT_DEFERRED
-from tests.fake_provider import error_413, text
+from tests.fake_provider import error_413, slow, text
 
 USER, CHAT = 1001, 1001
 
@@ -171,3 +171,15 @@ def test_slash_commands(tg, provider_env):
     fake.push_message(CHAT, USER, "after reset")
     fake.wait_for_sent(CHAT, 6)
     assert provider_env.last_request["model"] == "other-model"
+
+
+def test_interrupt_policy_stops_the_running_turn(make_gateway, fake_telegram, provider_env, monkeypatch):
+    monkeypatch.setenv("TELEGRAM_ALLOWED_USERS", str(USER))
+    gw = make_gateway(telegram=fake_telegram, busy_policy="interrupt")
+    provider_env.queue(slow(text("too slow to matter"), 20), text("answer to the second"))
+    fake_telegram.push_message(CHAT, USER, "first, slow")
+    assert provider_env.wait_for_requests(1, timeout=20)
+    fake_telegram.push_message(CHAT, USER, "second, urgent")
+    assert fake_telegram.wait_for_sent(CHAT) == ["answer to the second"]
+    sid = gw.session_for(f"telegram:dm:{CHAT}")
+    assert _user_texts(gw, sid) == ["first, slow", "second, urgent"]

@@ -1,0 +1,92 @@
+"""SIGTERM during a turn, against ``python -m gateway.cli run`` as a real subprocess: nothing received is lost."""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import urllib.request
+from pathlib import Path
+
+from hermes_state import SessionDB
+from tests.fake_provider import slow, text
+
+REPO = Path(__file__).resolve().parents[2]
+SESSION = "X-Hermes-Session-Id"
+
+
+class GatewayProcess:
+    def __init__(self, home: Path, provider_url: str, *extra: str) -> None:
+        env = dict(os.environ, HERMES_HOME=str(home), OPENAI_BASE_URL=provider_url, OPENAI_API_KEY="test-key",
+                   HERMES_MODEL="fake-model", PYTHONPATH=str(REPO))
+        self.proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "run", "--api-server", "--port", "0", *extra],
+                                     cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines: "queue.Queue[str]" = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(x) for x in self.proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+        line = lines.get(timeout=60)
+        assert line.startswith("READY"), line
+        self.url = line.split("api=")[1].strip() + "/v1/chat/completions"
+
+    def post_async(self, content: str, session: str) -> "queue.Queue[object]":
+        out: "queue.Queue[object]" = queue.Queue()
+
+        def run() -> None:
+            req = urllib.request.Request(self.url, method="POST", data=json.dumps(
+                {"model": "m", "messages": [{"role": "user", "content": content}]}).encode(),
+                headers={"Content-Type": "application/json", SESSION: session})
+            try:
+                with urllib.request.urlopen(req, timeout=60) as resp:
+                    out.put(json.loads(resp.read()))
+            except Exception as exc:  # noqa: BLE001 - the test inspects it
+                out.put(exc)
+
+        threading.Thread(target=run, daemon=True).start()
+        return out
+
+    def terminate_and_wait(self) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=60)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+
+def _transcript(home: Path, session: str) -> list[tuple[str, str]]:
+    with SessionDB(home / "state.db") as db:
+        sid = db.get_session_for_key(f"api_server:session:{session}")
+        assert sid, "the session key was never bound"
+        return [(m["role"], m["content"]) for m in db.get_active_messages(sid) if m["role"] in ("user", "assistant")]
+
+
+def test_sigterm_lets_the_running_turn_finish(hermes_home, fake_provider):
+    fake_provider.queue(slow(text("finished during the drain"), 1.5))
+    gw = GatewayProcess(hermes_home, fake_provider.base_url)
+    reply = gw.post_async("please remember kiwi", "s1")
+    assert fake_provider.wait_for_requests(1, timeout=30)
+    assert gw.terminate_and_wait() == 0
+    answer = reply.get(timeout=30)
+    assert isinstance(answer, dict), answer
+    assert answer["choices"][0]["message"]["content"] == "finished during the drain"
+    assert _transcript(hermes_home, "s1") == [("user", "please remember kiwi"), ("assistant", "finished during the drain")]
+    assert "gateway stopped" in (hermes_home / "logs" / "gateway.log").read_text()
+
+
+def test_sigterm_past_the_drain_keeps_the_message_for_the_restart(hermes_home, fake_provider):
+    fake_provider.queue(slow(text("never delivered"), 30))
+    gw = GatewayProcess(hermes_home, fake_provider.base_url, "--drain-timeout", "0.5")
+    gw.post_async("the secret word is mango", "s2")
+    assert fake_provider.wait_for_requests(1, timeout=30)
+    assert gw.terminate_and_wait() == 0
+    assert ("user", "the secret word is mango") in _transcript(hermes_home, "s2")
+    # after a restart the conversation continues with everything that was received
+    fake_provider.queue(text("it was mango"))
+    gw2 = GatewayProcess(hermes_home, fake_provider.base_url)
+    answer = gw2.post_async("what was the word?", "s2").get(timeout=60)
+    assert isinstance(answer, dict), answer
+    users = [m["content"] for m in fake_provider.last_request["messages"] if m["role"] == "user"]
+    assert users[0] == "the secret word is mango" and users[-1] == "what was the word?"
+    assert gw2.terminate_and_wait() == 0
