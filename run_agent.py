@@ -175,6 +175,7 @@ class AIAgent:
                 done.set()
 
         threading.Thread(target=work, name="hermes-model-call", daemon=True).start()
+        self._persist_session(state.messages)  # overlaps the store write with the network wait
         while not done.wait(0.05):
             if self._interrupt_event.is_set():
                 from agent.conversation_loop import Interrupted
@@ -206,6 +207,7 @@ class AIAgent:
         from agent.summarizer import make_summarizer
 
         aux = self.config.auxiliary.compression
+        timeout = self.config.compression.summary_timeout
         if aux.model or aux.base_url or aux.api_key:
             holder: dict[str, Any] = {}
 
@@ -217,8 +219,8 @@ class AIAgent:
                                                    api_key=aux.api_key or self.api_key or "no-key", max_retries=0)
                 return holder["c"]
 
-            return make_summarizer(aux_client, aux.model or self.model)
-        return make_summarizer(lambda: self.client, self.model)
+            return make_summarizer(aux_client, aux.model or self.model, timeout=timeout)
+        return make_summarizer(lambda: self.client, self.model, timeout=timeout)
 
     def _record_usage(self, state: TurnState, reply: ModelReply) -> None:
         if reply.prompt_tokens:

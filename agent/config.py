@@ -50,6 +50,7 @@ class CompressionConfig(_Section):
     protect_first_n: int = Field(default=3, ge=0)
     protect_last_n: int = Field(default=20, ge=1)
     max_attempts: int = 3
+    summary_timeout: float = Field(default=60.0, gt=0)
 
     @field_validator("max_attempts")
     @classmethod

@@ -39,6 +39,10 @@ def request_pressure(agent: Any, state: TurnState, api_messages: list[dict]) -> 
     return estimate_messages_tokens_rough(api_messages) + estimate_tools_tokens(agent.tools)
 
 
+def _window(comp: Any) -> int:
+    return getattr(comp, "window", None) or comp.context_length
+
+
 def pressure_gate(agent: Any, state: TurnState, api_messages: Optional[list[dict]] = None) -> None:
     """Sites 2 and 5: compress before a request that is over the threshold; lock-skips are refunded."""
     comp = agent.context_compressor
@@ -46,11 +50,11 @@ def pressure_gate(agent: Any, state: TurnState, api_messages: Optional[list[dict
         return
     if not state.attempts_left or state.compression_blocked:
         return
-    if comp.get_active_compression_failure_cooldown():
-        return
     pressure = request_pressure(agent, state, api_messages if api_messages is not None else api_messages_for(state))
     if not comp.should_compress(pressure):
         return
+    if comp.get_active_compression_failure_cooldown() and pressure <= _window(comp):
+        return  # summaries are cooling down; the no-model compaction only runs once the request won't fit
     state.compression_attempts += 1
     before = state.messages
     new_messages, new_prompt = agent._compress_context(before, state.system_prompt, approx_tokens=pressure)
@@ -67,8 +71,13 @@ def pressure_gate(agent: Any, state: TurnState, api_messages: Optional[list[dict
 def _compress_after_rejection(agent: Any, state: TurnState, err: ClassifiedError) -> Optional[dict]:
     """Sites 3 and 4: the provider said the request is too big. None means: retry the request."""
     comp = agent.context_compressor
-    if err.kind is ErrorKind.CONTEXT_OVERFLOW and err.context_limit and comp is not None:
-        agent._learn_context_limit(err.context_limit)
+    if comp is not None:
+        if err.kind is ErrorKind.CONTEXT_OVERFLOW and err.context_limit:
+            agent._learn_context_limit(err.context_limit)
+        else:
+            # no stated limit: what we just sent is too big, so aim the window well below it
+            sent = estimate_request_tokens_rough(state.messages, system_prompt=state.system_prompt, tools=agent.tools)
+            agent._learn_context_limit(max(1024, int(sent * 0.75)))
     cap = agent.max_compression_attempts
     state.compression_attempts += 1
     what = "413 Payload Too Large" if err.kind is ErrorKind.PAYLOAD_TOO_LARGE else "context length exceeded"

@@ -39,7 +39,7 @@ class TurnState:
 def build_turn(agent: Any, user_message: str, system_message: Optional[str],
                conversation_history: Optional[list], task_id: Optional[str],
                stream_callback: Optional[Callable[[str], None]]) -> TurnState:
-    """Start a turn: pick the history, append the user message, persist it at once."""
+    """Start a turn: pick the history and append the user message."""
     if conversation_history is not None:
         messages = list(conversation_history)
         agent._adopt_history(messages)
@@ -52,10 +52,10 @@ def build_turn(agent: Any, user_message: str, system_message: Optional[str],
     if system_message:
         system_prompt = f"{system_prompt}\n\n{system_message}" if system_prompt else system_message
     messages.append({"role": "user", "content": user_message})
-    state = TurnState(agent=agent, messages=messages, system_prompt=system_prompt, user_message=user_message,
-                      task_id=task_id, stream_callback=stream_callback)
-    agent._persist_session(messages, conversation_history)
-    return state
+    # the user message is written while the first request is in flight (see AIAgent._call_model_api);
+    # every ending path persists too, so it is never lost
+    return TurnState(agent=agent, messages=messages, system_prompt=system_prompt, user_message=user_message,
+                     task_id=task_id, stream_callback=stream_callback)
 
 
 def _preflight_tokens(agent: Any, state: TurnState) -> int:
@@ -78,7 +78,7 @@ def preflight_compress(agent: Any, state: TurnState) -> None:
         return
     if comp.should_defer_preflight_to_real_usage(tokens):
         return
-    if comp.get_active_compression_failure_cooldown():
+    if comp.get_active_compression_failure_cooldown() and tokens <= (getattr(comp, "window", None) or comp.context_length):
         return
     while state.attempts_left:
         state.compression_attempts += 1

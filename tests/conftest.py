@@ -47,3 +47,26 @@ def fake_provider():
         yield fp
     finally:
         fp.stop()
+
+
+@pytest.fixture
+def make_agent(fake_provider, tmp_path):
+    """An ``AIAgent`` wired to the loopback provider; keyword arguments override the defaults."""
+    from run_agent import AIAgent
+
+    def make(**kw):
+        kw.setdefault("base_url", fake_provider.base_url)
+        kw.setdefault("api_key", "test-key")
+        kw.setdefault("model", "fake-model")
+        kw.setdefault("quiet_mode", True)
+        kw.setdefault("skip_context_files", True)
+        kw.setdefault("skip_memory", True)
+        kw.setdefault("cwd", str(tmp_path))
+        return AIAgent(**kw)
+
+    return make
+
+
+def write_config(home: Path, text: str) -> None:
+    """Write ``HERMES_HOME/config.yaml`` (YAML text) for the agents a test builds next."""
+    (home / "config.yaml").write_text(text)

@@ -13,20 +13,6 @@ from tests.fake_provider import (check_well_formed, cut_stream, error, garbage, 
                                  text, tool_calls)
 
 
-@pytest.fixture
-def make_agent(fake_provider, tmp_path):
-    def make(**kw):
-        kw.setdefault("base_url", fake_provider.base_url)
-        kw.setdefault("api_key", "test-key")
-        kw.setdefault("model", "fake-model")
-        kw.setdefault("quiet_mode", True)
-        kw.setdefault("skip_context_files", True)
-        kw.setdefault("skip_memory", True)
-        kw.setdefault("cwd", str(tmp_path))
-        return AIAgent(**kw)
-    return make
-
-
 def _well_formed(fp):
     for body in fp.requests:
         assert check_well_formed(body) == [], check_well_formed(body)

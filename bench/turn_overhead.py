@@ -1,0 +1,109 @@
+"""What the runtime costs next to the wire: one plain turn over a 400-message history.
+
+Prints the median ``run_conversation`` time, the median raw HTTP POST of the same request body to
+the same loopback server, their ratio, ``import run_agent`` time and ``AIAgent()`` construction time.
+Targets (issue 2): ratio <= 2.0, import <= 150 ms, construction <= 20 ms.
+
+    .venv/bin/python bench/turn_overhead.py [--runs 40]
+"""
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def start_provider() -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "tests.fake_provider", "--port", "0", "--reply", "Sure."],
+                            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().strip()
+    if not line.startswith("READY "):
+        raise SystemExit(f"fake provider did not start: {line!r}")
+    return proc, line.split(" ", 1)[1]
+
+
+def history() -> list[dict]:
+    msgs = []
+    for i in range(200):
+        msgs.append({"role": "user", "content": f"Question {i}: " + "tell me more about the topic " * 6})
+        msgs.append({"role": "assistant", "content": f"Answer {i}: " + "here is a detailed reply text " * 6})
+    return msgs
+
+
+def measure_startup() -> tuple[float, float, float]:
+    code = ("import time; t0=time.perf_counter(); import run_agent; t1=time.perf_counter();"
+            "a=run_agent.AIAgent(base_url='http://127.0.0.1:9/v1', api_key='k', model='m', quiet_mode=True);"
+            "t2=time.perf_counter(); b=run_agent.AIAgent(base_url='http://127.0.0.1:9/v1', api_key='k', model='m',"
+            " quiet_mode=True); t3=time.perf_counter(); print(t1-t0, t2-t1, t3-t2)")
+    rows = []
+    for _ in range(7):
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                             env=dict(os.environ))
+        rows.append([float(x) for x in out.stdout.split()])
+    return tuple(statistics.median(r[i] for r in rows) for i in range(3))  # type: ignore[return-value]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=40)
+    args = ap.parse_args()
+    home = tempfile.mkdtemp(prefix="hermes-bench-")
+    os.environ["HERMES_HOME"] = home
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENROUTER_API_KEY"):
+        os.environ.pop(var, None)
+    proc, base_url = start_provider()
+    try:
+        from run_agent import AIAgent
+
+        agent = AIAgent(base_url=base_url, api_key="bench", model="fake-model", quiet_mode=True,
+                        skip_context_files=True, skip_memory=True)
+        hist = history()
+        agent.run_conversation("warm up", conversation_history=list(hist))
+        turn = []
+        for _ in range(args.runs):
+            t = time.perf_counter()
+            res = agent.run_conversation("One more question?", conversation_history=list(hist))
+            turn.append(time.perf_counter() - t)
+            assert res["completed"], res
+        payload = {"model": "fake-model",
+                   "messages": [{"role": "system", "content": agent._cached_system_prompt}, *hist,
+                                {"role": "user", "content": "One more question?"}],
+                   "tools": agent.tools}
+        body = json.dumps(payload).encode()
+        u = urlparse(base_url)
+        conn = http.client.HTTPConnection(u.hostname, u.port)
+        raw = []
+        for i in range(args.runs + 1):
+            t = time.perf_counter()
+            # serialising the body is part of any client's POST, so it is inside the timed region
+            conn.request("POST", u.path + "/chat/completions", body=json.dumps(payload).encode(),
+                         headers={"Content-Type": "application/json"})
+            json.loads(conn.getresponse().read())
+            if i:
+                raw.append(time.perf_counter() - t)
+        imp, first, second = measure_startup()
+    finally:
+        proc.terminate()
+        proc.wait()
+    t_med, r_med = statistics.median(turn), statistics.median(raw)
+    print(f"history: {len(hist)} messages, request body {len(body):,} bytes, {args.runs} runs")
+    print(f"run_conversation median : {t_med * 1000:8.2f} ms")
+    print(f"raw HTTP POST median    : {r_med * 1000:8.2f} ms")
+    print(f"ratio                   : {t_med / r_med:8.2f}   (target <= 2.0)")
+    print(f"import run_agent        : {imp * 1000:8.1f} ms (target <= 150)")
+    print(f"AIAgent() first / next  : {first * 1000:8.1f} ms / {second * 1000:.1f} ms (target <= 20)")
+
+
+if __name__ == "__main__":
+    main()
