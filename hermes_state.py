@@ -481,11 +481,25 @@ class SessionDB:
                "tool_call_id": tool_call_id, "tool_name": tool_name, "token_count": token_count}
         return self._write(lambda c: self._insert_messages(c, session_id, [msg]))[0]
 
-    def append_messages(self, session_id: str, messages: list[dict[str, Any]]) -> list[int]:
-        """Persist OpenAI-format message dicts in one transaction (all or nothing)."""
+    def append_messages(self, session_id: str, messages: list[dict[str, Any]],
+                        usage: Optional[tuple[int, int]] = None) -> list[int]:
+        """Persist OpenAI-format message dicts in one transaction (all or nothing).
+
+        ``usage`` (prompt, completion tokens) is added to the session's counters in the same
+        transaction, sparing the agent a second write per turn.
+        """
         if not messages:
             return []
-        return self._write(lambda c: self._insert_messages(c, session_id, list(messages)))
+
+        def tx(c: sqlite3.Connection) -> list[int]:
+            ids = self._insert_messages(c, session_id, list(messages))
+            if usage and any(usage):
+                c.execute("UPDATE sessions SET prompt_tokens = prompt_tokens + ?, "
+                          "completion_tokens = completion_tokens + ? WHERE id = ?",
+                          (int(usage[0] or 0), int(usage[1] or 0), session_id))
+            return ids
+
+        return self._write(tx)
 
     def get_messages(self, session_id: str, include_inactive: bool = False) -> list[dict[str, Any]]:
         """Stored rows in conversation order. A corrupt tool_calls column comes back as raw text."""

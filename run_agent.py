@@ -131,6 +131,7 @@ class AIAgent:
         self.session_prompt_tokens = 0
         self.session_completion_tokens = 0
         self.session_api_calls = 0
+        self._pending_usage = (0, 0)  # token counts not yet added to the session row; ride on the next write
 
     # ---- provider ------------------------------------------------------------------------
 
@@ -236,6 +237,8 @@ class AIAgent:
         if reply.completion_tokens:
             state.completion_tokens += reply.completion_tokens
             self.session_completion_tokens += reply.completion_tokens
+        p, c = self._pending_usage
+        self._pending_usage = (p + (reply.prompt_tokens or 0), c + (reply.completion_tokens or 0))
         self.session_api_calls += 1
 
     def _redact(self, text: str) -> str:
@@ -344,7 +347,8 @@ class AIAgent:
                 for m in pending]
         try:
             self._ensure_session_row(db)
-            ids = db.append_messages(self.session_id, rows)
+            usage, self._pending_usage = self._pending_usage, (0, 0)
+            ids = db.append_messages(self.session_id, rows, usage=usage)
         except Exception as exc:
             self._emit_status("warning", f"Could not save messages to the session store: {exc}")
             return
@@ -409,12 +413,6 @@ class AIAgent:
             self._cleanup_task_resources(task_id)
         if self.save_trajectories:
             self._save_trajectory(state.messages, user_message, bool(result.get("completed")))
-        db = self._session_db
-        if db is not None and (state.prompt_tokens or state.completion_tokens):
-            try:
-                db.update_session_usage(self.session_id, state.prompt_tokens, state.completion_tokens)
-            except Exception as exc:
-                log.warning("could not update usage: %s", exc)
         return result
 
     def chat(self, message: str) -> str:

@@ -111,10 +111,11 @@ def compress_context(agent: Any, messages: list, system_message: str, *, approx_
         if holder is None:
             return messages, system_message
     try:
+        # the compressor takes the history's tokens and the rest of the request (system, tools) apart
         extra = estimate_text_tokens(system_message or "") + estimate_tools_tokens(agent.tools)
-        current = approx_tokens if approx_tokens is not None else estimate_messages_tokens_rough(messages) + extra
-        if overflowed:
-            current = max(current, getattr(comp, "window", comp.context_length) + 1)
+        current = max(0, approx_tokens - extra) if approx_tokens is not None else estimate_messages_tokens_rough(messages)
+        if overflowed:  # the provider said it does not fit, whatever our estimate says
+            current = max(current, getattr(comp, "window", comp.context_length) + 1 - extra)
         if holder is not None:
             with _LeaseRefresher(db, session_id, holder, LOCK_TTL_SECONDS, LEASE_REFRESH_SECONDS):
                 result = comp.compress(messages, current_tokens=current, focus=focus, force=force, extra_tokens=extra)

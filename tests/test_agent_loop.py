@@ -29,8 +29,12 @@ def test_plain_turn_returns_answer_and_persists(make_agent, fake_provider):
     body = fake_provider.requests[0]
     assert body["messages"][0]["role"] == "system"
     assert body["messages"][-1] == {"role": "user", "content": "hi"}
-    rows = SessionDB().get_active_messages(agent.session_id)
+    db = SessionDB()
+    rows = db.get_active_messages(agent.session_id)
     assert [(m["role"], m["content"]) for m in rows] == [("user", "hi"), ("assistant", "Hello there")]
+    row = db.get_session(agent.session_id)
+    assert row["prompt_tokens"] == result["prompt_tokens"] > 0
+    assert row["completion_tokens"] == result["completion_tokens"] > 0
 
 
 def test_system_prompt_is_byte_identical_across_turns(make_agent, fake_provider):
