@@ -21,7 +21,7 @@ from agent import results
 from agent.config import HermesConfig, hermes_home, load_config, load_env_file, resolve_provider
 from agent.conversation_compression import compress_context, compression_skipped_due_to_lock
 from agent.conversation_loop import run_loop
-from agent.providers.openai_compat import ModelReply, request_chat
+from agent.providers.openai_compat import ModelReply, abort_connections, request_chat
 from agent.retry import jittered_backoff
 from agent.tokens import estimate_messages_tokens_rough
 from agent.turn_context import TurnState, build_turn, preflight_compress
@@ -125,6 +125,8 @@ class AIAgent:
         self._compression_skipped_due_to_lock: Any = None
         self._interrupt_event = threading.Event()
         self._client: Any = None
+        self._owns_client = False
+        self._inflight: Any = None
         self._raw_body = True
         self._tool_ctx: Any = None
         self.compactions = 0
@@ -139,11 +141,13 @@ class AIAgent:
     def client(self) -> Any:
         if self._client is None:
             self._client = self._make_client()
+            self._owns_client = True
         return self._client
 
     @client.setter
     def client(self, value: Any) -> None:
         self._client = value
+        self._owns_client = False
 
     def _make_client(self) -> Any:
         if self.provider == "local":
@@ -158,33 +162,24 @@ class AIAgent:
                                 timeout=600.0)
 
     def _call_model_api(self, api_messages: list[dict], state: TurnState) -> ModelReply:
-        """The request runs on a worker thread so ``interrupt()`` returns control at once."""
+        """One request on this thread; ``interrupt()`` aborts it by closing the client's connections."""
         client = self.client
         if self.provider == "local":
             self._sync_local_window(client)
-        box: dict[str, Any] = {}
-        done = threading.Event()
-
-        def work() -> None:
-            try:
-                box["reply"] = request_chat(client, model=self.model, messages=api_messages, tools=self.tools or None,
-                                            stream_callback=state.stream_callback, interrupted=self._interrupt_event,
-                                            raw_body=self._raw_body)
-            except BaseException as exc:  # handed to the loop's classifier
-                box["error"] = exc
-            finally:
-                done.set()
-
-        threading.Thread(target=work, name="hermes-model-call", daemon=True).start()
-        self._persist_session(state.messages)  # overlaps the store write with the network wait
-        while not done.wait(0.05):
+        self._persist_session(state.messages)  # the user's message is on disk before the wire
+        self._inflight = client
+        try:
+            return request_chat(client, model=self.model, messages=api_messages, tools=self.tools or None,
+                                stream_callback=state.stream_callback, interrupted=self._interrupt_event,
+                                raw_body=self._raw_body)
+        except Exception:
             if self._interrupt_event.is_set():
                 from agent.conversation_loop import Interrupted
 
-                raise Interrupted()
-        if "error" in box:
-            raise box["error"]
-        return box["reply"]
+                raise Interrupted() from None
+            raise
+        finally:
+            self._inflight = None
 
     def _sync_local_window(self, client: Any) -> None:
         n = getattr(client, "context_length", None)
@@ -420,7 +415,11 @@ class AIAgent:
         return self.run_conversation(message).get("final_response") or ""
 
     def interrupt(self, message: Optional[str] = None) -> None:
+        """Stop the running turn from any thread: a request in flight is cut at once."""
         self._interrupt_event.set()
+        client = self._inflight
+        if client is not None and self._owns_client and self.provider != "local":
+            abort_connections(client)
 
     def _compress_context(self, messages: list, system_message: str, **kwargs: Any) -> tuple[list, str]:
         return compress_context(self, messages, system_message, **kwargs)

@@ -177,3 +177,19 @@ def test_client_error_is_reported_not_retried(make_agent, fake_provider):
     result = make_agent().run_conversation("hi")
     assert result["failed"] and "does not exist" in result["error"]
     assert len(fake_provider.requests) == 1
+
+
+def test_interrupt_during_a_stream_keeps_the_session_usable(make_agent, fake_provider):
+    fake_provider.queue(text("one two three four five six seven eight " * 3, chunks=20, chunk_delay=0.5))
+    agent = make_agent()
+    deltas = []
+
+    def on_delta(d):
+        deltas.append(d)
+        agent.interrupt()
+
+    result = agent.run_conversation("stream slowly", stream_callback=on_delta)
+    assert result["interrupted"] is True and len(deltas) < 20
+    fake_provider.queue(text("fresh"))
+    assert agent.run_conversation("again")["final_response"] == "fresh"
+    _well_formed(fake_provider)

@@ -114,6 +114,8 @@ def consume_stream(stream: Any, on_delta: Optional[Callable[[str], None]],
                             slot["name"] += _get(fn, "name") or ""
                             slot["arguments"] += _get(fn, "arguments") or ""
                 finish = _get(choice, "finish_reason") or finish
+            if interrupted is not None and interrupted.is_set():
+                raise StreamInterrupted()
     finally:
         close = getattr(stream, "close", None)
         if callable(close) and interrupted is not None and interrupted.is_set():
@@ -162,3 +164,27 @@ def request_chat(client: Any, *, model: str, messages: list[dict], tools: Option
         stream = client.chat.completions.create(**kwargs)
         return consume_stream(stream, stream_callback, interrupted)
     return parse_completion(client.chat.completions.create(**kwargs))
+
+
+def abort_connections(client: Any) -> bool:
+    """Shut the sockets of an SDK client's connection pool so a blocked request returns at once.
+
+    Used by ``AIAgent.interrupt()`` from another thread. It reaches into the HTTP pool's internals,
+    defensively: when they are not there (another client type), it does nothing and the interrupt
+    takes effect when the response arrives.
+    """
+    import socket
+
+    http = getattr(client, "_client", None)
+    pool = getattr(getattr(http, "_transport", None), "_pool", None)
+    aborted = False
+    for conn in list(getattr(pool, "_connections", None) or []):
+        stream = getattr(getattr(conn, "_connection", None), "_network_stream", None)
+        try:
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if sock is not None:
+                sock.shutdown(socket.SHUT_RDWR)
+                aborted = True
+        except Exception:
+            continue
+    return aborted
