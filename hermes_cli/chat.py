@@ -495,7 +495,7 @@ def _prompt_session(history_path: str) -> Any:
             event.app.exit(exception=KeyboardInterrupt())
 
     return PromptSession(history=FileHistory(history_path), completer=SlashCompleter(),
-                         complete_while_typing=True, key_bindings=kb, multiline=True,
+                         complete_while_typing=True, key_bindings=kb, multiline=True, reserve_space_for_menu=4,
                          prompt_continuation=lambda width, line, wrap: "." * (width - 1) + " ")
 
 

@@ -46,7 +46,7 @@ def outcome(res: Optional[dict]) -> tuple[int, Optional[str]]:
     if res.get("failed"):
         return 1, str(res.get("error") or res.get("final_response") or "the turn failed")
     if not res.get("final_response"):
-        return 1, (f"no final answer after {res.get('api_calls', '?')} model calls; "
+        return 1, (f"no final answer after {res.get('api_calls', '?')} model call(s); "
                    "raise --max-turns or rephrase")
     return 0, None
 

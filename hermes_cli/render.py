@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from typing import Any, Optional, TextIO
 
 _FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -192,7 +191,7 @@ class Renderer:
         if self._isatty(f):
             from rich.text import Text
 
-            self.console(f).print(Text(text, style=style or ""))
+            self.console(f).print(Text(text, style=style or ""), soft_wrap=True)
         else:
             f.write(text + "\n")
             f.flush()
@@ -220,6 +219,3 @@ class Renderer:
             self.err.write(text)
             self.err.flush()
 
-
-def elapsed(start: float) -> float:
-    return time.monotonic() - start
