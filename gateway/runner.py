@@ -87,13 +87,41 @@ def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFa
 
     cfg = config if config is not None else load_config()
     settings = resolve_provider(cfg)
+    shared: dict[str, Any] = {}
+
+    def own_client() -> Any:
+        # Each agent gets its own client (interrupt() may cut its connections without touching other
+        # sessions), but all share one TLS context: building one costs ~25 ms of CPU and ~0.5 MB, which
+        # a burst of new sessions must not pay each.
+        import openai
+        import run_agent
+
+        if "ssl" not in shared:
+            import ssl
+
+            try:
+                import certifi
+
+                shared["ssl"] = ssl.create_default_context(cafile=certifi.where())
+            except ImportError:
+                shared["ssl"] = ssl.create_default_context()
+        return run_agent.OpenAI(base_url=settings.base_url, api_key=settings.api_key or "no-key", max_retries=0,
+                                timeout=600.0, http_client=openai.DefaultHttpxClient(verify=shared["ssl"]))
 
     def make(session_id: Optional[str], platform: str, model: Optional[str] = None) -> Any:
         from run_agent import AIAgent
 
-        return AIAgent(base_url=settings.base_url, api_key=settings.api_key, model=model or settings.model,
-                       provider=settings.provider, context_length=settings.context_length, config=cfg,
-                       session_id=session_id, platform=platform, quiet_mode=True, session_db=session_db)
+        agent = AIAgent(base_url=settings.base_url, api_key=settings.api_key, model=model or settings.model,
+                        provider=settings.provider, context_length=settings.context_length, config=cfg,
+                        session_id=session_id, platform=platform, quiet_mode=True, session_db=session_db)
+        if settings.provider != "local" and isinstance(getattr(type(agent), "client", None), property):
+            try:  # beyond CONTRACTS.md: AIAgent.client is settable; the client is this agent's alone
+                agent.client = own_client()
+                if hasattr(agent, "_owns_client"):
+                    agent._owns_client = True  # so interrupt() may abort its in-flight request
+            except Exception as exc:  # the agent then builds its own client, as it would anyway
+                log.debug("cheap provider client not used: %s", exc)
+        return agent
 
     make.default_model = settings.model  # type: ignore[attr-defined]
     return make
@@ -287,10 +315,13 @@ class GatewayRunner:
         try:
             agent = st.agent if stateless else await self._agent_for(st)
             sid = st.agent_session or ""
-            req.mark = await loop.run_in_executor(self.pool, self.sessions.mark, sid)
-            call = lambda: agent.run_conversation(req.text, system_message=req.system_message,  # noqa: E731
-                                                  conversation_history=req.conversation_history,
-                                                  stream_callback=req.stream_callback)
+
+            def call() -> Any:
+                req.mark = self.sessions.mark(sid)
+                return agent.run_conversation(req.text, system_message=req.system_message,
+                                              conversation_history=req.conversation_history,
+                                              stream_callback=req.stream_callback)
+
             result = await loop.run_in_executor(self.pool, call)
             if not isinstance(result, dict):
                 result = {"failed": True, "error": f"agent returned {type(result).__name__}"}
@@ -338,6 +369,8 @@ class GatewayRunner:
         return TurnOutcome("ok", str(result.get("final_response") or result.get("error") or ""), sid, result)
 
     async def _agent_for(self, st: _Session) -> Any:
+        if st.agent is not None and st.agent_session:
+            return st.agent  # the key's binding only changes through this runner (rotate drops the agent)
         sid = await asyncio.to_thread(self.sessions.get_or_create, st.key, st.user_id)
         if st.agent is None or st.agent_session != sid:
             platform = st.key.split(":", 1)[0]
@@ -345,6 +378,11 @@ class GatewayRunner:
                 self.pool, lambda: self.agent_factory(session_id=sid, platform=platform, model=st.model))
             st.agent_session = sid
         return st.agent
+
+    def has_session(self, key: str) -> bool:
+        """True when the key has a live agent here (its binding is then already known)."""
+        st = self._states.get(key)
+        return st is not None and st.agent is not None
 
     def _state(self, key: str) -> _Session:
         st = self._states.get(key)
@@ -354,6 +392,8 @@ class GatewayRunner:
 
     def _evict_idle(self) -> None:
         """Keep at most ``max_cached_agents`` live agents; the least recently used idle ones go."""
+        if len(self._states) <= self.max_cached_agents:
+            return
         live = [s for s in self._states.values() if s.agent is not None]
         if len(live) <= self.max_cached_agents:
             return

@@ -149,7 +149,7 @@ class APIServer:
             raise APIError(400, "Request body must be a JSON object.", code="invalid_json")
         return body
 
-    def _session_key(self, request: web.Request) -> Optional[str]:
+    async def _session_key(self, request: web.Request) -> Optional[str]:
         name = request.headers.get(SESSION_HEADER, "").strip()
         if not name:
             return None
@@ -157,10 +157,14 @@ class APIServer:
             raise APIError(400, f"{SESSION_HEADER} must be printable and at most 200 characters.",
                            param=SESSION_HEADER)
         key = f"api_server:session:{name}"
+        if not self.runner.has_session(key):
+            await asyncio.to_thread(self._adopt_existing, key, name)
+        return key
+
+    def _adopt_existing(self, key: str, name: str) -> None:
         db = self.runner.db
         if db.get_session_for_key(key) is None and db.get_session(name) is not None:
             db.bind_session_key(key, name)  # the header names an existing session: continue it
-        return key
 
     # -- routes ----------------------------------------------------------------------------------
     async def _health(self, _request: web.Request) -> web.Response:
@@ -180,7 +184,7 @@ class APIServer:
         system = "\n\n".join(_text_of(m.get("content")) for m in messages if m.get("role") in ("system", "developer"))
         history = [m for m in messages[:-1] if m.get("role") not in ("system", "developer")]
         user_text = _text_of(messages[-1].get("content"))
-        key = self._session_key(request)
+        key = await self._session_key(request)
         model = str(body.get("model") or MODEL_ID)
         kwargs = dict(system_message=system or None, conversation_history=None if key else history)
         if body.get("stream"):

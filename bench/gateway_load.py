@@ -1,0 +1,169 @@
+"""Gateway load benchmark (not a test): 100 concurrent sessions through the API server.
+
+    .venv/bin/python bench/gateway_load.py [--sessions 100] [--rounds 10] [--delay 1.0]
+
+Starts ``python -m tests.fake_provider --delay 1.0`` (answers after a fixed delay) and
+``python -m gateway.cli run --api-server`` as subprocesses in a throwaway HERMES_HOME, then drives
+``--sessions`` clients (each its own ``X-Hermes-Session-Id``, so each has a cached agent) for
+``--rounds`` sequential turns each. Prints completed turns/s against the ideal (sessions / delay),
+the latency the gateway adds on top of the provider's fixed delay (p50, p99), and the resident
+memory each additional idle session costs (RSS growth of the gateway over a second wave of new
+sessions, measured after the first wave so thread stacks and allocator arenas are already warm).
+Targets: >= 80% of ideal, added p99 <= 100 ms, <= 2 MB per idle session.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Optional
+
+import aiohttp
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _spawn(args: list[str], env: dict[str, str], ready_prefix: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    lines: "queue.Queue[str]" = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    while True:
+        line = lines.get(timeout=120)
+        if line.startswith(ready_prefix):
+            return proc, line.strip()
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _drive(url: str, sessions: list[str], rounds: int, latencies: list[float], errors: list[str],
+                 headers: Optional[dict[str, str]] = None, spread: float = 0.0,
+                 first: Optional[list[float]] = None) -> None:
+    conn = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=conn, timeout=aiohttp.ClientTimeout(total=120)) as http:
+        async def client(idx: int, name: str) -> None:
+            await asyncio.sleep(spread * idx / max(1, len(sessions)))
+            for i in range(rounds):
+                body = {"model": "fake-model", "messages": [{"role": "user", "content": f"turn {i} from {name}"}]}
+                t0 = time.perf_counter()
+                try:
+                    async with http.post(url, json=body, headers={"X-Hermes-Session-Id": name, **(headers or {})}) as r:
+                        await r.read()
+                        if r.status != 200:
+                            errors.append(f"HTTP {r.status}")
+                            continue
+                except aiohttp.ClientError as exc:
+                    errors.append(f"{type(exc).__name__}: {exc}")
+                    continue
+                latencies.append(time.perf_counter() - t0)
+                if i == 0 and first is not None:
+                    first.append(latencies[-1])
+
+        await asyncio.gather(*(client(i, s) for i, s in enumerate(sessions)))
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sessions", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--delay", type=float, default=1.0)
+    ap.add_argument("--idle-sessions", type=int, default=200, help="second wave used for the memory figure")
+    args = ap.parse_args(argv)
+
+    home = tempfile.mkdtemp(prefix="hermes-bench-")
+    env = dict(os.environ, HERMES_HOME=home, PYTHONPATH=str(REPO))
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        # tests.fake_provider's server keeps socketserver's listen backlog of 5; 100 simultaneous
+        # connects would then sit in SYN retries (1 s, 3 s, ...) and measure the kernel, not us.
+        launcher = ("import sys, tests.fake_provider as f; f._Server.request_queue_size = 1024; "
+                    "sys.exit(f.main(sys.argv[1:]))")
+        fp, ready = _spawn([sys.executable, "-c", launcher, "--port", "0", "--delay", str(args.delay)], env, "READY")
+        procs.append(fp)
+        provider = ready.split()[1]
+        gw_env = dict(env, OPENAI_BASE_URL=provider, OPENAI_API_KEY="bench", HERMES_MODEL="fake-model")
+        gw, ready = _spawn([sys.executable, "-m", "gateway.cli", "run", "--api-server", "--port", "0"], gw_env,
+                           "READY gateway")
+        procs.append(gw)
+        url = ready.split("api=")[1] + "/v1/chat/completions"
+
+        # provider alone, same concurrency: the floor the gateway is measured against
+        base_lat: list[float] = []
+        errors: list[str] = []
+        asyncio.run(_drive(provider + "/chat/completions", [f"p{i}" for i in range(args.sessions)], 1, base_lat, errors))
+        asyncio.run(_drive(url, ["warmup"], 1, [], errors))
+
+        ideal = args.sessions / args.delay
+        print(f"sessions={args.sessions} rounds={args.rounds} provider_delay={args.delay:.1f}s "
+              f"(gateway and provider on this host, {os.cpu_count()} cores)")
+        for label, spread in (("lockstep: all sessions send at the same instant", 0.0),
+                              ("staggered: session starts spread over one provider delay", args.delay)):
+            lat: list[float] = []
+            first: list[float] = []
+            cpu0, t0 = cpu_seconds(gw.pid), time.perf_counter()
+            asyncio.run(_drive(url, [f"{spread}-{i}" for i in range(args.sessions)], args.rounds, lat, errors,
+                               spread=spread, first=first))
+            elapsed = time.perf_counter() - t0 - spread * (args.sessions - 1) / args.sessions
+            cpu = cpu_seconds(gw.pid) - cpu0
+            added = [(x - args.delay) * 1000 for x in lat]
+            rate = len(lat) / elapsed
+            print(f"\n[{label}] turns={len(lat)} errors={len(errors)} elapsed={elapsed:.2f}s")
+            print(f"  throughput: {rate:.1f} turns/s vs ideal {ideal:.0f}/s = {rate / ideal:.0%} (target >= 80%)")
+            print(f"  added latency over the provider delay: p50 {pct(added, 50):.0f} ms, p99 {pct(added, 99):.0f} ms, "
+                  f"max {max(added):.0f} ms (target p99 <= 100 ms)")
+            later = [(x - args.delay) * 1000 for x in lat]
+            for x in first:
+                later.remove((x - args.delay) * 1000)
+            print(f"    a session's first turn (creates the session and its agent): p99 "
+                  f"{pct([(x - args.delay) * 1000 for x in first], 99):.0f} ms; later turns: p50 {pct(later, 50):.0f} ms, "
+                  f"p99 {pct(later, 99):.0f} ms")
+            print(f"  gateway CPU per turn: {cpu / max(1, len(lat)) * 1000:.2f} ms")
+
+        time.sleep(1.0)
+        rss0 = rss_mb(gw.pid)
+        asyncio.run(_drive(url, [f"idle{i}" for i in range(args.idle_sessions)], 1, [], errors))
+        time.sleep(1.0)
+        rss1 = rss_mb(gw.pid)
+
+        floor = [(x - args.delay) * 1000 for x in base_lat]
+        print(f"\nprovider alone, {args.sessions} at once: p50 {pct(floor, 50):.0f} ms, p99 {pct(floor, 99):.0f} ms "
+              "over its delay (part of every 'added' figure above)")
+        print(f"memory: gateway RSS {rss0:.0f} MB -> {rss1:.0f} MB after {args.idle_sessions} more idle sessions = "
+              f"{(rss1 - rss0) / args.idle_sessions:.2f} MB per idle session (target <= 2 MB)")
+        if errors:
+            print(f"errors ({len(errors)}): {sorted(set(errors))[:5]}")
+        return 0 if not errors else 1
+    finally:
+        for proc in reversed(procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
