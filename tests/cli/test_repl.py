@@ -125,3 +125,17 @@ def test_ctrl_c_twice_at_an_empty_prompt_quits(fake_provider):
     r.child.close()
     assert r.child.exitstatus == 0
     assert fake_provider.requests == []
+
+
+def test_unanswered_approval_is_denied_after_the_timeout(fake_provider, tmp_path):
+    r = Repl(fake_provider, HERMES_APPROVAL_TIMEOUT="1")
+    victim = tmp_path / "somedir"
+    victim.mkdir()
+    fake_provider.queue(tool_calls([("terminal", {"command": f"rm -rf {victim}"})]), text("left alone"))
+    r.child.send("delete somedir\r")
+    r.wait("Allow")
+    r.wait("No answer within 1s: denied")
+    r.wait("left alone")
+    r.wait(PROMPT)
+    assert victim.is_dir()
+    assert r.quit() == 0
