@@ -160,7 +160,8 @@ class GatewayRunner:
         Returns True when no turn thread is left running."""
         self.accepting = False
         for adapter in self.adapters.values():
-            await adapter.stop()  # adapters deliver what they already fetched; handle_event persists it
+            await adapter.stop_receiving()  # what they already fetched still arrives; handle_event stores it
+        await asyncio.sleep(0)
         pending = {t for t in self._tasks if not t.done()}
         if pending:
             log.info("draining %d turn(s) for up to %.0fs", len(pending), drain_timeout)
@@ -178,6 +179,11 @@ class GatewayRunner:
                     await asyncio.to_thread(self.sessions.ensure_user_message, st.agent_session, st.running.text,
                                             st.running.mark)
             await self._persist_abandoned()
+        for adapter in self.adapters.values():
+            await adapter.stop()  # replies of drained turns went out above; now disconnect
+        late = {t for t in self._tasks if not t.done()}  # stored-only messages delivered during stop()
+        if late:
+            await asyncio.wait(late, timeout=grace)
         self.pool.shutdown(wait=False, cancel_futures=True)
         return not pending
 

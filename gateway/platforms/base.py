@@ -52,9 +52,12 @@ class PlatformAdapter(abc.ABC):
     async def start(self) -> None:
         """Connect and begin delivering messages."""
 
+    async def stop_receiving(self) -> None:
+        """Stop taking new messages but keep sending (the runner drains running turns after this)."""
+
     @abc.abstractmethod
     async def stop(self) -> None:
-        """Stop receiving; messages already received keep being delivered until this returns."""
+        """Disconnect; messages already received keep being delivered until this returns."""
 
     @abc.abstractmethod
     async def send(self, chat_id: str, text: str, *, reply_to: Optional[str] = None) -> Optional[str]:

@@ -95,6 +95,14 @@ class TelegramAdapter(PlatformAdapter):
     def _on_poll_error(self, exc: Exception) -> None:
         log.warning("telegram: polling error: %s", type(exc).__name__)
 
+    async def stop_receiving(self) -> None:
+        app = self._app
+        try:
+            if app is not None and app.updater and app.updater.running:
+                await app.updater.stop()  # fetched updates still reach the handler; sending still works
+        except Exception as exc:
+            log.warning("telegram: error while stopping polling: %s", exc)
+
     async def stop(self) -> None:
         app, self._app = self._app, None
         if app is None:

@@ -11,7 +11,9 @@ import threading
 import urllib.request
 from pathlib import Path
 
+from gateway.cli import gateway_main
 from hermes_state import SessionDB
+from tests.gateway.fake_telegram import FakeTelegram
 from tests.fake_provider import slow, text
 
 REPO = Path(__file__).resolve().parents[2]
@@ -19,16 +21,17 @@ SESSION = "X-Hermes-Session-Id"
 
 
 class GatewayProcess:
-    def __init__(self, home: Path, provider_url: str, *extra: str) -> None:
+    def __init__(self, home: Path, provider_url: str, *extra: str, api: bool = True, **env_extra: str) -> None:
         env = dict(os.environ, HERMES_HOME=str(home), OPENAI_BASE_URL=provider_url, OPENAI_API_KEY="test-key",
-                   HERMES_MODEL="fake-model", PYTHONPATH=str(REPO))
-        self.proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "run", "--api-server", "--port", "0", *extra],
+                   HERMES_MODEL="fake-model", PYTHONPATH=str(REPO), **env_extra)
+        flags = ["--api-server", "--port", "0"] if api else []
+        self.proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "run", *flags, *extra],
                                      cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         lines: "queue.Queue[str]" = queue.Queue()
         threading.Thread(target=lambda: [lines.put(x) for x in self.proc.stdout], daemon=True).start()  # type: ignore[union-attr]
         line = lines.get(timeout=60)
         assert line.startswith("READY"), line
-        self.url = line.split("api=")[1].strip() + "/v1/chat/completions"
+        self.url = line.split("api=")[1].strip() + "/v1/chat/completions" if api else ""
 
     def post_async(self, content: str, session: str) -> "queue.Queue[object]":
         out: "queue.Queue[object]" = queue.Queue()
@@ -67,6 +70,7 @@ def test_sigterm_lets_the_running_turn_finish(hermes_home, fake_provider):
     gw = GatewayProcess(hermes_home, fake_provider.base_url)
     reply = gw.post_async("please remember kiwi", "s1")
     assert fake_provider.wait_for_requests(1, timeout=30)
+    assert gateway_main(["status"]) == 0
     assert gw.terminate_and_wait() == 0
     answer = reply.get(timeout=30)
     assert isinstance(answer, dict), answer
@@ -90,3 +94,23 @@ def test_sigterm_past_the_drain_keeps_the_message_for_the_restart(hermes_home, f
     users = [m["content"] for m in fake_provider.last_request["messages"] if m["role"] == "user"]
     assert users[0] == "the secret word is mango" and users[-1] == "what was the word?"
     assert gw2.terminate_and_wait() == 0
+
+
+def test_sigterm_with_telegram_drains_and_replies(hermes_home, fake_provider):
+    fake = FakeTelegram().start()
+    try:
+        fake_provider.queue(slow(text("drained reply"), 1.5))
+        gw = GatewayProcess(hermes_home, fake_provider.base_url, api=False, TELEGRAM_BOT_TOKEN=fake.token,
+                            TELEGRAM_BASE_URL=fake.base_url, TELEGRAM_ALLOWED_USERS="1001")
+        fake.push_message(1001, 1001, "hello through the real CLI")
+        assert fake_provider.wait_for_requests(1, timeout=30)
+        assert gw.terminate_and_wait() == 0
+        assert fake.sent_texts(1001) == ["drained reply"]
+    finally:
+        fake.stop()
+    with SessionDB(hermes_home / "state.db") as db:
+        sid = db.get_session_for_key("telegram:dm:1001")
+        assert [(m["role"], m["content"]) for m in db.get_active_messages(sid)] == [
+            ("user", "hello through the real CLI"), ("assistant", "drained reply")]
+    log = (hermes_home / "logs" / "gateway.log").read_text()
+    assert "telegram: polling" in log and fake.token not in log and "test-key" not in log
