@@ -31,6 +31,12 @@ def _plain_tool_line(event: dict) -> None:
         sys.stderr.flush()
 
 
+def _quiet_status(kind: str, message: str) -> None:
+    """-z keeps stderr for what needs attention: warnings, compactions, retries; not info chatter."""
+    if kind != "info":
+        _plain_status(kind, message)
+
+
 def _plain_status(kind: str, message: str) -> None:
     sys.stderr.write(f"{'⚠' if kind != 'info' else '•'} {message}\n")
     sys.stderr.flush()
@@ -74,7 +80,7 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
         approval = _deny_without_terminal
 
     if quiet:
-        tool_cb, status_cb = None, _plain_status
+        tool_cb, status_cb = None, _quiet_status
     elif renderer is not None:
         tool_cb, status_cb = renderer.on_tool, renderer.on_status
     else:

@@ -139,3 +139,41 @@ def test_unanswered_approval_is_denied_after_the_timeout(fake_provider, tmp_path
     r.wait(PROMPT)
     assert victim.is_dir()
     assert r.quit() == 0
+
+
+def test_multiline_input_help_and_ctrl_c_clears_the_line(repl, fake_provider):
+    out = repl.say("/help", until="/quit")
+    assert "/resume" in out and "/compress" in out
+    repl.child.send("typed by mistake")
+    repl.child.sendintr()  # clears the line, does not quit
+    fake_provider.queue(text("two lines received"))
+    repl.child.send("line one\x1b\rline two\r")  # Esc+Enter inserts a newline, Enter sends
+    repl.wait("two lines received")
+    repl.wait(PROMPT)
+    assert fake_provider.requests[-1]["messages"][-1]["content"] == "line one\nline two"
+    assert len(fake_provider.requests) == 1
+    assert repl.quit() == 0
+
+
+def test_setup_wizard_in_a_terminal(fake_provider, hermes_home):
+    import yaml
+
+    child = pexpect.spawn(sys.executable, ["-m", "hermes_cli.main", "setup"], env=hermes_env(None),
+                          cwd=str(ROOT), encoding="utf-8", timeout=30)
+    child.expect("Choose 1, 2 or 3")
+    child.sendline("2")
+    child.expect("Base URL")
+    child.sendline(fake_provider.base_url)
+    child.expect("Model name")
+    child.sendline("wizard-model")
+    child.expect("API key")
+    child.sendline("sk-wizard-0123456789abcdef")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    cfg = yaml.safe_load((hermes_home / "config.yaml").read_text())
+    assert cfg["model"] == {"provider": "custom", "base_url": fake_provider.base_url, "default": "wizard-model"}
+    env_file = hermes_home / ".env"
+    assert (env_file.stat().st_mode & 0o777) == 0o600
+    assert "sk-wizard-0123456789abcdef" in env_file.read_text()
+    assert "sk-wizard-0123456789abcdef" not in strip_ansi(child.before or "")
