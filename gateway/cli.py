@@ -115,7 +115,7 @@ async def _serve(args: argparse.Namespace, cfg: Any) -> int:
     api_cfg, tg_cfg = _section(gw, "api_server"), _section(gw, "telegram")
     db = SessionDB()
     adapters: list[Any] = []
-    token = env.get("TELEGRAM_BOT_TOKEN") or tg_cfg.get("token")
+    token = env.get("TELEGRAM_BOT_TOKEN") or tg_cfg.get("token") or tg_cfg.get("bot_token")
     if token and tg_cfg.get("enabled", True) and not args.no_telegram:
         from gateway.platforms.telegram import TelegramAdapter
 
@@ -133,7 +133,7 @@ async def _serve(args: argparse.Namespace, cfg: Any) -> int:
         api = APIServer(runner, host=args.host or env.get("API_SERVER_HOST") or api_cfg.get("host") or DEFAULT_HOST,
                         port=int(args.port if args.port is not None else
                                  env.get("API_SERVER_PORT") or api_cfg.get("port") or DEFAULT_PORT),
-                        key=env.get("API_SERVER_KEY") or api_cfg.get("key"),
+                        key=env.get("API_SERVER_KEY") or api_cfg.get("key") or api_cfg.get("api_key"),
                         max_body_bytes=int(api_cfg.get("max_body_bytes", DEFAULT_MAX_BODY)))
     if not adapters and api is None:
         print("hermes gateway: nothing to run. Enable the API server (API_SERVER_ENABLED=true or "
@@ -190,8 +190,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     secrets_ = [os.environ.get(n, "") for n in ("TELEGRAM_BOT_TOKEN", "API_SERVER_KEY", "OPENAI_API_KEY",
                                                  "OPENROUTER_API_KEY")]
     gw = dict(cfg.gateway or {})
-    secrets_ += [str(_section(gw, "telegram").get("token") or ""), str(_section(gw, "api_server").get("key") or ""),
-                 str(cfg.model.api_key or "")]
+    tg, api = _section(gw, "telegram"), _section(gw, "api_server")
+    secrets_ += [str(v or "") for v in (tg.get("token"), tg.get("bot_token"), api.get("key"), api.get("api_key"),
+                                        cfg.model.api_key)]
     logfile, handlers = _setup_logging(secrets_, args.verbose)
     pid_path().write_text(f"{os.getpid()}\n", encoding="utf-8")
     log.info("logging to %s", logfile)
