@@ -10,6 +10,11 @@ the latency the gateway adds on top of the provider's fixed delay (p50, p99), an
 memory each additional idle session costs (RSS growth of the gateway over a second wave of new
 sessions, measured after the first wave so thread stacks and allocator arenas are already warm).
 Targets: >= 80% of ideal, added p99 <= 100 ms, <= 2 MB per idle session.
+
+Two arrival patterns are measured: lockstep (every session sends at the same instant, the worst burst;
+a fixed provider delay keeps waves aligned) and staggered (session starts spread over one delay, as
+independent users would be). In lockstep the p99 is the queue a 100-request burst forms behind the
+gateway's ~2.5 ms of per-turn Python CPU (one process, one GIL), about half of it the agent's own turn.
 """
 from __future__ import annotations
 
