@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import queue
 import select
+import signal
 import sys
 import threading
 import time
@@ -133,6 +134,7 @@ class ChatSession:
             req.answer = answer if answer in ("once", "always", "deny") else "deny"
         except KeyboardInterrupt:
             req.answer = "deny"
+            self._interrupt()  # before the agent thread resumes, so it stops instead of going on
             raise
         except Exception:  # noqa: BLE001 - a broken prompt must fail closed, not crash the turn
             req.answer = "deny"
@@ -154,25 +156,46 @@ class ChatSession:
                 box["error"] = exc
 
         t = threading.Thread(target=work, name="hermes-turn", daemon=True)
+        presses = [0]
+        in_prompt = [False]
+
+        def on_sigint(signum: int, frame: Any) -> None:
+            # A handler instead of KeyboardInterrupt: the exception could land anywhere in this loop
+            # (even inside the except clause); a counter cannot be lost.
+            presses[0] += 1
+            if presses[0] >= 3 or in_prompt[0]:
+                raise KeyboardInterrupt
+            self._interrupt()
+
+        old = None
+        if threading.current_thread() is threading.main_thread():
+            old = signal.signal(signal.SIGINT, on_sigint)
         t.start()
-        presses = 0
-        while t.is_alive():
-            try:
-                while t.is_alive():
-                    try:
-                        req = self._approvals.get(timeout=0.05)
-                    except queue.Empty:
-                        continue
-                    self._serve(req)
-            except KeyboardInterrupt:
-                presses += 1
-                if presses >= 3:
-                    raise
-                self._interrupt()
-                self.r.warn("Interrupting… (the conversation is kept)" if presses == 1
-                            else "Still stopping the current step… (Ctrl+C once more quits hermes)")
+        told = 0
+        try:
+            while t.is_alive():
+                if presses[0] != told:
+                    told = presses[0]
+                    self.r.warn("Interrupting… (the conversation is kept)" if told == 1
+                                else "Still stopping the current step… (Ctrl+C once more quits hermes)")
+                try:
+                    req = self._approvals.get(timeout=0.05)
+                except queue.Empty:
+                    continue
+                in_prompt[0] = True
+                try:
+                    self._serve(req)  # answered "deny" when Ctrl+C lands in the prompt
+                except KeyboardInterrupt:  # the handler counted the press
+                    if presses[0] >= 3:
+                        raise
+                    self._interrupt()
+                finally:
+                    in_prompt[0] = False
+        finally:
+            if old is not None:
+                signal.signal(signal.SIGINT, old)
         t.join()
-        return box.get("result"), box.get("error"), presses > 0
+        return box.get("result"), box.get("error"), presses[0] > 0
 
     def _interrupt(self) -> None:
         fn = getattr(self.agent, "interrupt", None)

@@ -177,3 +177,19 @@ def test_setup_wizard_in_a_terminal(fake_provider, hermes_home):
     assert (env_file.stat().st_mode & 0o777) == 0o600
     assert "sk-wizard-0123456789abcdef" in env_file.read_text()
     assert "sk-wizard-0123456789abcdef" not in strip_ansi(child.before or "")
+
+
+def test_ctrl_c_at_the_approval_prompt_denies_and_interrupts(repl, fake_provider, tmp_path):
+    victim = tmp_path / "somedir"
+    victim.mkdir()
+    fake_provider.queue(tool_calls([("terminal", {"command": f"rm -rf {victim}"})]))
+    repl.child.send("delete somedir\r")
+    repl.wait("Allow")
+    repl.child.sendintr()
+    repl.wait("Interrupted")
+    repl.wait(PROMPT)
+    assert victim.is_dir()
+    assert len(fake_provider.requests) == 1  # the turn stopped: no call after the denied tool
+    fake_provider.queue(text("still here"))
+    repl.say("hello again", until="still here")
+    assert repl.quit() == 0
