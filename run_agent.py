@@ -21,7 +21,7 @@ from agent import results
 from agent.config import HermesConfig, hermes_home, load_config, load_env_file, resolve_provider
 from agent.conversation_compression import compress_context, compression_skipped_due_to_lock
 from agent.conversation_loop import run_loop
-from agent.providers.openai_compat import ModelReply, abort_connections, request_chat
+from agent.providers.openai_compat import ModelReply, abort_connections, make_openai_client, request_chat
 from agent.retry import jittered_backoff
 from agent.tokens import estimate_messages_tokens_rough
 from agent.turn_context import TurnState, build_turn, preflight_compress
@@ -158,8 +158,7 @@ class AIAgent:
             return client
         import run_agent  # the seed patches run_agent.OpenAI
 
-        return run_agent.OpenAI(base_url=self.base_url, api_key=self.api_key or "no-key", max_retries=0,
-                                timeout=600.0)
+        return make_openai_client(run_agent.OpenAI, self.base_url, self.api_key)
 
     def _call_model_api(self, api_messages: list[dict], state: TurnState) -> ModelReply:
         """One request on this thread; ``interrupt()`` aborts it by closing the client's connections."""
@@ -211,8 +210,8 @@ class AIAgent:
                 if "c" not in holder:
                     import run_agent
 
-                    holder["c"] = run_agent.OpenAI(base_url=aux.base_url or self.base_url,
-                                                   api_key=aux.api_key or self.api_key or "no-key", max_retries=0)
+                    holder["c"] = make_openai_client(run_agent.OpenAI, aux.base_url or self.base_url,
+                                                     aux.api_key or self.api_key)
                 return holder["c"]
 
             return make_summarizer(aux_client, aux.model or self.model, timeout=timeout)

@@ -101,11 +101,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     env = dict(os.environ, HERMES_HOME=home, PYTHONPATH=str(REPO))
     procs: list[subprocess.Popen[str]] = []
     try:
-        # tests.fake_provider's server keeps socketserver's listen backlog of 5; 100 simultaneous
-        # connects would then sit in SYN retries (1 s, 3 s, ...) and measure the kernel, not us.
-        launcher = ("import sys, tests.fake_provider as f; f._Server.request_queue_size = 1024; "
-                    "sys.exit(f.main(sys.argv[1:]))")
-        fp, ready = _spawn([sys.executable, "-c", launcher, "--port", "0", "--delay", str(args.delay)], env, "READY")
+        fp, ready = _spawn([sys.executable, "-m", "tests.fake_provider", "--port", "0", "--delay", str(args.delay)],
+                           env, "READY")
         procs.append(fp)
         provider = ready.split()[1]
         gw_env = dict(env, OPENAI_BASE_URL=provider, OPENAI_API_KEY="bench", HERMES_MODEL="fake-model")

@@ -87,41 +87,13 @@ def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFa
 
     cfg = config if config is not None else load_config()
     settings = resolve_provider(cfg)
-    shared: dict[str, Any] = {}
-
-    def own_client() -> Any:
-        # Each agent gets its own client (interrupt() may cut its connections without touching other
-        # sessions), but all share one TLS context: building one costs ~25 ms of CPU and ~0.5 MB, which
-        # a burst of new sessions must not pay each.
-        import openai
-        import run_agent
-
-        if "ssl" not in shared:
-            import ssl
-
-            try:
-                import certifi
-
-                shared["ssl"] = ssl.create_default_context(cafile=certifi.where())
-            except ImportError:
-                shared["ssl"] = ssl.create_default_context()
-        return run_agent.OpenAI(base_url=settings.base_url, api_key=settings.api_key or "no-key", max_retries=0,
-                                timeout=600.0, http_client=openai.DefaultHttpxClient(verify=shared["ssl"]))
 
     def make(session_id: Optional[str], platform: str, model: Optional[str] = None) -> Any:
         from run_agent import AIAgent
 
-        agent = AIAgent(base_url=settings.base_url, api_key=settings.api_key, model=model or settings.model,
+        return AIAgent(base_url=settings.base_url, api_key=settings.api_key, model=model or settings.model,
                         provider=settings.provider, context_length=settings.context_length, config=cfg,
                         session_id=session_id, platform=platform, quiet_mode=True, session_db=session_db)
-        if settings.provider != "local" and isinstance(getattr(type(agent), "client", None), property):
-            try:  # beyond CONTRACTS.md: AIAgent.client is settable; the client is this agent's alone
-                agent.client = own_client()
-                if hasattr(agent, "_owns_client"):
-                    agent._owns_client = True  # so interrupt() may abort its in-flight request
-            except Exception as exc:  # the agent then builds its own client, as it would anyway
-                log.debug("cheap provider client not used: %s", exc)
-        return agent
 
     make.default_model = settings.model  # type: ignore[attr-defined]
     return make

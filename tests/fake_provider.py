@@ -418,6 +418,7 @@ def _split(s: str, parts: int = 3) -> list[str]:
 
 
 class _Server(ThreadingHTTPServer):
+    request_queue_size = 1024  # benchmarks open ~100 connections at once; the default backlog is 5
     daemon_threads = True
     allow_reuse_address = True
     provider: "FakeProvider"

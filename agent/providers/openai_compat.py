@@ -188,3 +188,32 @@ def abort_connections(client: Any) -> bool:
         except Exception:
             continue
     return aborted
+
+
+_SSL_CONTEXT: Any = None
+
+
+def shared_ssl_context() -> Any:
+    """One TLS context per process: building one costs ~25 ms of CPU, which every new agent
+    (a burst of gateway sessions) would otherwise pay."""
+    global _SSL_CONTEXT
+    if _SSL_CONTEXT is None:
+        import ssl
+
+        try:
+            import certifi
+
+            _SSL_CONTEXT = ssl.create_default_context(cafile=certifi.where())
+        except ImportError:
+            _SSL_CONTEXT = ssl.create_default_context()
+    return _SSL_CONTEXT
+
+
+def make_openai_client(openai_cls: Any, base_url: Optional[str], api_key: Optional[str],
+                       timeout: float = 600.0) -> Any:
+    """An SDK client of our own (so ``interrupt()`` may cut its connections), SDK retries off:
+    the loop retries with its own backoff and error classes."""
+    import openai
+
+    return openai_cls(base_url=base_url, api_key=api_key or "no-key", max_retries=0, timeout=timeout,
+                      http_client=openai.DefaultHttpxClient(verify=shared_ssl_context()))
