@@ -63,8 +63,8 @@ def ask_approval_tty(r: Renderer, command: str, reason: str, timeout: Optional[f
     """Ask on the terminal; anything but a clear yes within the timeout is a deny."""
     timeout = approval_timeout() if timeout is None else timeout
     r.prompt_line("")
-    r._print(r.err, f"⚠ This command needs your approval ({reason}):", "yellow")
-    r._print(r.err, f"    {command}", "bold")
+    r.emit(r.err, f"⚠ This command needs your approval ({reason}):", "yellow")
+    r.emit(r.err, f"    {command}", "bold")
     try:
         import termios
 
@@ -77,7 +77,7 @@ def ask_approval_tty(r: Renderer, command: str, reason: str, timeout: Optional[f
         line = read_line(deadline - time.monotonic())
         if line is None:
             r.prompt_line("\n")
-            r._print(r.err, f"No answer within {timeout:g}s: denied.", "yellow")
+            r.emit(r.err, f"No answer within {timeout:g}s: denied.", "yellow")
             return "deny"
         answer = parse_approval(line)
         if answer:

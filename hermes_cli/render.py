@@ -157,7 +157,7 @@ class Renderer:
                 if self.err is self.out:
                     self._end_line()
                 from_color = "green" if event.get("ok", True) else "red"
-                self._print(self.err, "  " + tool_line(event), style=from_color)
+                self.emit(self.err, "  " + tool_line(event), style=from_color)
                 self.spinner_start("thinking")
 
     def on_status(self, kind: str, message: str) -> None:
@@ -168,7 +168,7 @@ class Renderer:
                 self._end_line()
             icon, style = {"warning": ("⚠", "yellow"), "compression": ("⚠", "yellow"),
                            "retry": ("↻", "yellow"), "info": ("•", "dim")}.get(kind, ("⚠", "yellow"))
-            self._print(self.err, f"{icon} {message}", style=style)
+            self.emit(self.err, f"{icon} {message}", style=style)
 
     def end_turn(self, final: Optional[str]) -> None:
         """Finish the answer: a newline after a stream, or the whole answer as markdown."""
@@ -187,7 +187,7 @@ class Renderer:
                     self.out.flush()
 
     # ---- plain messages -----------------------------------------------------------------
-    def _print(self, f: TextIO, text: str, style: Optional[str] = None) -> None:
+    def emit(self, f: TextIO, text: str, style: Optional[str] = None) -> None:
         if self._isatty(f):
             from rich.text import Text
 
@@ -200,7 +200,7 @@ class Renderer:
         with self._lock:
             self.spinner_stop()
             self._end_line()
-            self._print(self.out, text, style)
+            self.emit(self.out, text, style)
 
     def warn(self, text: str) -> None:
         self.info(text, "yellow")
@@ -209,7 +209,7 @@ class Renderer:
         with self._lock:
             self.spinner_stop()
             self._end_line()
-            self._print(self.err, text, "red")
+            self.emit(self.err, text, "red")
 
     def prompt_line(self, text: str) -> None:
         """Write a question without a newline (the approval prompt)."""
