@@ -547,18 +547,24 @@ class LocalClient:
             raise
         except Exception as exc:  # never fail a turn on what a small model produced
             log.warning("local function calling failed (%s); answering without tools", exc)
-            tokens, kw = self._plain_request(m, messages, gen, budget)
-            raw = self._run(lambda: m.llm.create_completion(prompt=tokens, **kw))
-            u = raw.get("usage") or {}
-            return _completion(model_name, raw["choices"][0].get("text") or "", None, "stop",
-                               _usage(len(tokens), int(u.get("completion_tokens") or 0)))
+            return self._plain_completion(m, messages, gen, budget, model_name)
         ch = out["choices"][0]
         msg = ch.get("message") or {}
         calls = _tool_call_objs(msg.get("tool_calls") or [])
         content = msg.get("content")
+        if not calls and not (content or "").strip():
+            # a tiny model often picks "message" and then says nothing; answer without the grammar
+            return self._plain_completion(m, messages, gen, budget, model_name)
         finish = "tool_calls" if calls else (ch.get("finish_reason") or "stop")
         return _completion(model_name, content if content or not calls else None, calls, finish,
                            _usage(proxy.prompt_tokens or 0, proxy.completion_tokens))
+
+    def _plain_completion(self, m: _Loaded, messages: list, gen: dict, budget: int, model_name: str) -> _Obj:
+        tokens, kw = self._plain_request(m, messages, gen, budget)
+        raw = self._run(lambda: m.llm.create_completion(prompt=tokens, **kw))
+        u = raw.get("usage") or {}
+        return _completion(model_name, raw["choices"][0].get("text") or "", None, "stop",
+                           _usage(len(tokens), int(u.get("completion_tokens") or 0)))
 
     @staticmethod
     def _replay(resp: _Obj, include_usage: bool) -> Iterator[_Obj]:
