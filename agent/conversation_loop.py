@@ -170,6 +170,9 @@ def run_loop(agent: Any, state: TurnState) -> dict:
             if isinstance(outcome, dict):
                 return outcome
             agent._record_usage(state, outcome)
+            if not outcome.tool_calls and not (outcome.content or "").strip() and not state.extras.get("empty_retry"):
+                state.extras["empty_retry"] = True  # providers occasionally return nothing; ask once more
+                continue
             state.messages.append(outcome.as_message())
             agent._persist_session(state.messages)
             if not outcome.tool_calls:

@@ -193,3 +193,12 @@ def test_interrupt_during_a_stream_keeps_the_session_usable(make_agent, fake_pro
     fake_provider.queue(text("fresh"))
     assert agent.run_conversation("again")["final_response"] == "fresh"
     _well_formed(fake_provider)
+
+
+def test_an_empty_reply_is_asked_again_once(make_agent, fake_provider):
+    fake_provider.queue(text(""), text("now with words"))
+    result = make_agent().run_conversation("hi")
+    assert result["final_response"] == "now with words" and len(fake_provider.requests) == 2
+    fake_provider.queue(text(""), text(""))
+    result = make_agent().run_conversation("hi")
+    assert result["completed"] and result["final_response"] == "" and len(fake_provider.requests) == 4
