@@ -21,6 +21,7 @@ from agent import results
 from agent.config import HermesConfig, hermes_home, load_config, load_env_file, resolve_provider
 from agent.conversation_compression import compress_context, compression_skipped_due_to_lock
 from agent.conversation_loop import run_loop
+from agent.persistence import SessionRecorder
 from agent.providers.openai_compat import ModelReply, abort_connections, make_openai_client, request_chat
 from agent.retry import jittered_backoff
 from agent.tokens import estimate_messages_tokens_rough
@@ -112,14 +113,10 @@ class AIAgent:
         self.context_compressor: Any = ContextCompressor.from_config(comp_cfg, window,
                                                                      summarize=self._make_summarizer())
 
-        self._session_db = session_db
-        self._session_db_failed = False
-        self.session_id = session_id or _new_session_id()
-        self._session_known = False
+        self._recorder = SessionRecorder(session_db, session_id or _new_session_id(), platform,
+                                         model=lambda: self.model, warn=lambda m: self._emit_status("warning", m))
         self.messages: list[dict] = []
         self._history_loaded = session_id is None
-        self._persisted_len = 0
-        self._last_row_id: Optional[int] = None
         self._cached_system_prompt: Optional[str] = None
         self._usage_baseline: Optional[tuple[int, int]] = None
         self._compression_skipped_due_to_lock: Any = None
@@ -133,7 +130,6 @@ class AIAgent:
         self.session_prompt_tokens = 0
         self.session_completion_tokens = 0
         self.session_api_calls = 0
-        self._pending_usage = (0, 0)  # token counts not yet added to the session row; ride on the next write
 
     # ---- provider ------------------------------------------------------------------------
 
@@ -231,8 +227,7 @@ class AIAgent:
         if reply.completion_tokens:
             state.completion_tokens += reply.completion_tokens
             self.session_completion_tokens += reply.completion_tokens
-        p, c = self._pending_usage
-        self._pending_usage = (p + (reply.prompt_tokens or 0), c + (reply.completion_tokens or 0))
+        self._recorder.add_usage(reply.prompt_tokens or 0, reply.completion_tokens or 0)
         self.session_api_calls += 1
 
     def _redact(self, text: str) -> str:
@@ -283,83 +278,40 @@ class AIAgent:
                 log.exception("status callback failed")
         (log.warning if kind == "warning" else log.info)("%s", message)
 
-    # ---- the store ---------------------------------------------------------------------------
+    # ---- the store (agent.persistence does the work) ------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        return self._recorder.session_id
+
+    @property
+    def session_db(self) -> Any:
+        return self._recorder.db
 
     def _get_session_db(self) -> Any:
-        if self._session_db is None and not self._session_db_failed:
-            try:
-                from hermes_state import SessionDB
-
-                self._session_db = SessionDB()
-            except Exception as exc:
-                self._session_db_failed = True
-                self._emit_status("warning", f"Session store unavailable ({exc}); this conversation is not "
-                                             f"being saved. Run `hermes doctor` to diagnose.")
-        return self._session_db
-
-    def _ensure_session_row(self, db: Any) -> None:
-        if not self._session_known:
-            db.create_session(self.session_id, source=self.platform, model=self.model)
-            self._session_known = True
+        return self._recorder.db
 
     def _load_history(self) -> list[dict]:
         """The agent's own history; on first use of a resumed session, its active rows from the store."""
         if not self._history_loaded:
             self._history_loaded = True
-            db = self._get_session_db()
-            if db is not None:
-                try:
-                    row = db.get_session(self.session_id)
-                    if row is not None:
-                        self._session_known = True
-                        self.messages = db.get_active_messages(self.session_id)
-                        self._persisted_len = len(self.messages)
-                        self._last_row_id = db.max_message_id(self.session_id)
-                        if row.get("system_prompt") and self._cached_system_prompt is None:
-                            self._cached_system_prompt = row["system_prompt"]
-                except Exception as exc:
-                    self._emit_status("warning", f"Could not load session {self.session_id}: {exc}")
+            self.messages, stored_prompt = self._recorder.load()
+            if stored_prompt and self._cached_system_prompt is None:
+                self._cached_system_prompt = stored_prompt  # byte-identical across processes
         return self.messages
 
     def _adopt_history(self, messages: list[dict]) -> None:
         """A caller-supplied history is the caller's to store; only what this turn adds is written."""
         self._history_loaded = True
-        self._persisted_len = len(messages)
+        self._recorder.persisted_len = len(messages)
 
     def _persist_session(self, messages: list[dict], conversation_history: Optional[list] = None) -> None:
         """Write the messages not yet in the store, one row each (a crash loses at most the call in flight)."""
-        if self._persisted_len >= len(messages):
-            self._persisted_len = min(self._persisted_len, len(messages))
-            return
-        db = self._get_session_db()
-        if db is None:
-            return
-        pending = messages[self._persisted_len:]
-        names = {c.get("id"): (c.get("function") or {}).get("name") for m in messages[-len(pending) - 8:]
-                 for c in (m.get("tool_calls") or []) if isinstance(c, dict)}
-        rows = [dict(m, tool_name=names.get(m.get("tool_call_id"))) if m.get("role") == "tool" else m
-                for m in pending]
-        try:
-            self._ensure_session_row(db)
-            usage, self._pending_usage = self._pending_usage, (0, 0)
-            ids = db.append_messages(self.session_id, rows, usage=usage)
-        except Exception as exc:
-            self._emit_status("warning", f"Could not save messages to the session store: {exc}")
-            return
-        self._persisted_len = len(messages)
-        if ids:
-            self._last_row_id = max(ids)
+        self._recorder.persist(messages)
 
     def _commit_compaction(self, old: list[dict], new: list[dict]) -> None:
         """Persist a compaction in place: old rows become inactive (still searchable), new rows active."""
-        self._persist_session(old)
-        db = self._get_session_db()
-        if db is not None:
-            self._ensure_session_row(db)
-            ids = db.replace_active_messages(self.session_id, new, upto_id=self._last_row_id)
-            if ids:
-                self._last_row_id = max(ids)
-        self._persisted_len = len(new)
+        self._recorder.replace(old, new)
         self._usage_baseline = None
         self.compactions += 1
 
@@ -370,13 +322,7 @@ class AIAgent:
             self._cached_system_prompt = build_system_prompt(
                 hermes_home(), self.cwd, skip_context_files=self.skip_context_files, skip_memory=self.skip_memory,
                 platform=self.platform)
-            db = self._get_session_db()
-            if db is not None:
-                try:
-                    self._ensure_session_row(db)
-                    db.set_system_prompt(self.session_id, self._cached_system_prompt)
-                except Exception as exc:
-                    log.warning("could not store the system prompt: %s", exc)
+            self._recorder.store_system_prompt(self._cached_system_prompt)
         return self._cached_system_prompt
 
     def _save_trajectory(self, messages: list[dict], user_message: str, completed: bool) -> None:
@@ -444,18 +390,11 @@ class AIAgent:
                 "after_tokens": after_tokens, "message": msg}
 
     def new_session(self) -> str:
-        db = self._session_db
-        if db is not None and self._session_known:
-            try:
-                db.end_session(self.session_id, reason="new_session")
-            except Exception as exc:
-                log.warning("could not end session: %s", exc)
-        self.session_id = _new_session_id()
-        self._session_known = False
+        """Start a fresh session; the old one is ended and stays in the store."""
+        self._recorder.end("new_session")
+        self._recorder.start(_new_session_id())
         self.messages = []
         self._history_loaded = True
-        self._persisted_len = 0
-        self._last_row_id = None
         self._cached_system_prompt = None
         self._usage_baseline = None
         self.compactions = 0
@@ -470,14 +409,8 @@ class AIAgent:
             return None
         removed = messages[idx].get("content")
         kept = messages[:idx]
-        db = self._get_session_db()
-        if db is not None and self._session_known:
-            self._persist_session(messages)
-            ids = db.replace_active_messages(self.session_id, kept, upto_id=self._last_row_id)
-            if ids:
-                self._last_row_id = max(ids)
+        self._recorder.replace(messages, kept)
         self.messages = kept
-        self._persisted_len = len(kept)
         self._usage_baseline = None
         return removed if isinstance(removed, str) else str(removed)
 
