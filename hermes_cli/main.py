@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Any, Optional
 
-SUBCOMMANDS = ("chat", "sessions", "config", "setup", "doctor")
+SUBCOMMANDS = ("chat", "sessions", "config", "setup", "doctor", "gateway", "pairing")
 
 
 def _add_agent_flags(p: argparse.ArgumentParser, sub: bool) -> None:
@@ -69,6 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--model-path", dest="setup_model_path", metavar="GGUF", help="GGUF file for provider local")
 
     sub.add_parser("doctor", help="check config, provider, session store and local model")
+
+    # listed for --help; main() hands these to gateway/cli.py, which parses its own flags
+    sub.add_parser("gateway", help="run the gateway (API server, Telegram) or show its status")
+    sub.add_parser("pairing", help="approve, list or revoke chat users who asked for access")
     return p
 
 
@@ -132,6 +136,11 @@ def dispatch(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("gateway", "pairing"):  # they parse their own flags, --help included
+        from gateway import cli as gateway_cli
+
+        return (gateway_cli.gateway_main if argv[0] == "gateway" else gateway_cli.pairing_main)(argv[1:])
     args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     if debug:
