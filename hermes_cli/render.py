@@ -1,8 +1,8 @@
 """Terminal output of a turn: streamed text, one line per tool call, a spinner, warnings.
 
 The agent calls back from its own thread while the main thread waits, so every write goes through
-one lock. The reply is printed as it streams; a reply that did not stream is rendered as markdown
-at the end, so nothing is ever printed twice. rich is imported on first use only: `hermes -z`
+one lock. On a terminal the reply is rendered as markdown while it streams (rich Live); elsewhere it
+is printed as plain text as it arrives. A reply that did not stream is rendered once at the end. rich is imported on first use only: `hermes -z`
 never pays for it.
 """
 from __future__ import annotations
@@ -64,6 +64,8 @@ class Renderer:
         self._consoles: dict[int, Any] = {}
         self.streamed = False
         self._mid_line = False  # the answer stream left the cursor after text
+        self._live: Any = None  # rich Live showing the streamed reply as markdown (terminals only)
+        self._live_text = ""
 
     # ---- plumbing -----------------------------------------------------------------------
     @staticmethod
@@ -96,7 +98,7 @@ class Renderer:
         if not self._spin_enabled:
             return
         with self._lock:
-            if self._mid_line:
+            if self._mid_line or self._live is not None:
                 return
             self._spin_label = label
             if self._spin_thread is not None:
@@ -139,15 +141,40 @@ class Renderer:
             return
         with self._lock:
             self.spinner_stop()
+            self.streamed = True
+            if self._markdown and self._isatty(self.out):
+                self._live_update(delta)
+                return
             self.out.write(delta)
             self.out.flush()
-            self.streamed = True
             self._mid_line = not delta.endswith("\n")
+
+    def _live_update(self, delta: str) -> None:
+        """A terminal sees the reply as markdown while it streams (rich Live re-renders the text)."""
+        from rich.markdown import Markdown
+
+        self._live_text += delta
+        if self._live is None:
+            from rich.live import Live
+
+            self._live = Live(Markdown(self._live_text), console=self.console(self.out), refresh_per_second=8,
+                              vertical_overflow="visible")
+            self._live.start()
+        else:
+            self._live.update(Markdown(self._live_text))
+
+    def _live_stop(self) -> None:
+        """Freeze what was streamed so far (a tool line or warning goes below it)."""
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+            self._live_text = ""
 
     def on_tool(self, event: dict) -> None:
         kind = event.get("type")
         with self._lock:
             if kind == "tool_start":
+                self._live_stop()
                 self.spinner_stop()
                 if self.err is self.out:
                     self._end_line()
@@ -163,6 +190,7 @@ class Renderer:
     def on_status(self, kind: str, message: str) -> None:
         """Warnings are always shown (yellow); retries and info dimmer."""
         with self._lock:
+            self._live_stop()
             self.spinner_stop()
             if self.err is self.out:
                 self._end_line()
@@ -173,6 +201,7 @@ class Renderer:
     def end_turn(self, final: Optional[str]) -> None:
         """Finish the answer: a newline after a stream, or the whole answer as markdown."""
         with self._lock:
+            self._live_stop()
             self.spinner_stop()
             if self.streamed:
                 self._end_line()
@@ -198,6 +227,7 @@ class Renderer:
 
     def info(self, text: str, style: Optional[str] = None) -> None:
         with self._lock:
+            self._live_stop()
             self.spinner_stop()
             self._end_line()
             self.emit(self.out, text, style)
@@ -207,6 +237,7 @@ class Renderer:
 
     def error(self, text: str) -> None:
         with self._lock:
+            self._live_stop()
             self.spinner_stop()
             self._end_line()
             self.emit(self.err, text, "red")
@@ -214,6 +245,7 @@ class Renderer:
     def prompt_line(self, text: str) -> None:
         """Write a question without a newline (the approval prompt)."""
         with self._lock:
+            self._live_stop()
             self.spinner_stop()
             self._end_line()
             self.err.write(text)
