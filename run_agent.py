@@ -38,6 +38,7 @@ KNOWN_CONTEXT_LENGTHS = (  # (substring of the model name, window); first match 
     ("mistral", 32_768), ("deepseek", 128_000), ("smollm2", 8_192),
 )
 DEFAULT_CONTEXT_LENGTH = 128_000
+LOCAL_MAX_TOOL_ROUNDS = 2  # rounds of tool calls per turn offered to the embedded model
 
 
 def __getattr__(name: str) -> Any:
@@ -162,9 +163,12 @@ class AIAgent:
         if self.provider == "local":
             self._sync_local_window(client)
         self._persist_session(state.messages)  # the user's message is on disk before the wire
+        tools = self.tools or None
+        if self.provider == "local" and state.extras.get("tool_rounds", 0) >= LOCAL_MAX_TOOL_ROUNDS:
+            tools = None  # a tiny local model would call tools forever; after this many rounds it must answer
         self._inflight = client
         try:
-            return request_chat(client, model=self.model, messages=api_messages, tools=self.tools or None,
+            return request_chat(client, model=self.model, messages=api_messages, tools=tools,
                                 stream_callback=state.stream_callback, interrupted=self._interrupt_event,
                                 raw_body=self._raw_body)
         except Exception:
@@ -179,10 +183,10 @@ class AIAgent:
     def _sync_local_window(self, client: Any) -> None:
         n = getattr(client, "context_length", None)
         if isinstance(n, int) and n > 0 and not self._context_length_pinned:
-            self._learn_context_limit(n, lower_only=False)
+            self._learn_context_limit(n, lower_only=False, announce=False)
             self._context_length_pinned = True
 
-    def _learn_context_limit(self, limit: int, lower_only: bool = True) -> None:
+    def _learn_context_limit(self, limit: int, lower_only: bool = True, announce: bool = True) -> None:
         comp = self.context_compressor
         current = getattr(comp, "context_length", None)
         if lower_only and isinstance(current, int) and limit >= current:
@@ -192,7 +196,8 @@ class AIAgent:
             setter(limit)
         else:
             comp.context_length = limit
-        self._emit_status("info", f"Context window is {limit:,} tokens (learned from the provider).")
+        if announce:
+            self._emit_status("info", f"Context window is now {limit:,} tokens (learned from the provider).")
 
     def _make_summarizer(self) -> Callable[..., str]:
         from agent.summarizer import make_summarizer
@@ -259,6 +264,7 @@ class AIAgent:
 
         ctx = self._tool_context()
         ctx.task_id = state.task_id or self.session_id
+        state.extras["tool_rounds"] = state.extras.get("tool_rounds", 0) + 1
         if self.tool_delay:
             time.sleep(self.tool_delay)
         return run_tool_calls(tool_calls, self._tool_names, lambda name, args: dispatch(name, args, ctx),
