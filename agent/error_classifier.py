@@ -116,7 +116,7 @@ def classify_error(err: BaseException) -> ClassifiedError:
         return ClassifiedError(ErrorKind.AUTH, status, text)
     if status == 429 or "RateLimitError" in names:
         return ClassifiedError(ErrorKind.RATE_LIMIT, status, text, retry_after=retry_after)
-    if status == 408 or any(n.endswith(_TIMEOUT_NAMES) or n in _TIMEOUT_NAMES for n in names) or isinstance(err, TimeoutError):
+    if status == 408 or any(t in n for n in names for t in _TIMEOUT_NAMES) or isinstance(err, TimeoutError):
         return ClassifiedError(ErrorKind.TIMEOUT, status, text)
     if names & {"JSONDecodeError", "APIResponseValidationError"} or "no choices" in text:
         return ClassifiedError(ErrorKind.SERVER, status, f"malformed response from the provider: {text}")
