@@ -56,6 +56,7 @@ class _Request:
     abandoned: bool = False  # persisted by the drain instead of run
     persist_only: bool = False  # received while draining: stored in order, not answered
     mark: int = 0  # store position before the turn (see SessionMap.ensure_user_message)
+    notify: Optional[Callable[[str], Awaitable[None]]] = None  # tells the chat about warnings mid-turn
 
 
 class _Session:
@@ -195,7 +196,7 @@ class GatewayRunner:
 
         if event.text.startswith("/") and await self._command(st, event, reply):
             return
-        req = _Request(event.text)
+        req = _Request(event.text, notify=reply)
         if st.running is not None and self.busy_policy == "interrupt" and st.agent is not None:
             self._interrupt(st.agent, event.text)
         self._spawn(self._chat_turn(st, req, adapter, event.chat_id, reply), req, st)
@@ -294,7 +295,14 @@ class GatewayRunner:
             agent = st.agent if stateless else await self._agent_for(st)
             sid = st.agent_session or ""
 
+            def on_status(kind: str, message: str) -> None:
+                """Warnings (a failed summary, a cooldown) reach the chat; the rest only the log."""
+                log.info("%s: %s: %s", st.key, kind, message)
+                if kind == "warning" and req.notify is not None:
+                    asyncio.run_coroutine_threadsafe(req.notify(f"⚠ {message}"), loop)
+
             def call() -> Any:
+                agent.status_callback = on_status
                 req.mark = self.sessions.mark(sid)
                 return agent.run_conversation(req.text, system_message=req.system_message,
                                               conversation_history=req.conversation_history,

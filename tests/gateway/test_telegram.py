@@ -183,3 +183,32 @@ def test_interrupt_policy_stops_the_running_turn(make_gateway, fake_telegram, pr
     assert fake_telegram.wait_for_sent(CHAT) == ["answer to the second"]
     sid = gw.session_for(f"telegram:dm:{CHAT}")
     assert _user_texts(gw, sid) == ["first, slow", "second, urgent"]
+
+
+def test_a_failed_summary_is_told_to_the_chat_once(tg, provider_env):
+    from tests.fake_provider import server_error
+    from tests.test_compression_e2e import is_summary_request
+
+    gw, fake = tg
+    for i in range(8):
+        provider_env.queue(text(f"answer {i}"))
+        fake.push_message(CHAT, USER, f"message {i} " + "x" * 300)
+        fake.wait_for_sent(CHAT, i + 1)
+    state = {"rejected": False}
+
+    def reply(body):
+        if is_summary_request(body):
+            return server_error(500)
+        if not state["rejected"]:
+            state["rejected"] = True
+            return error_413()
+        return text("answer after compaction")
+
+    provider_env.handler = reply
+    fake.push_message(CHAT, USER, "one more")
+    sent = fake.wait_for_sent(CHAT, 10)
+    assert sent[8].startswith("⚠") and "summary failed" in sent[8].lower()
+    assert sent[9] == "answer after compaction"
+    sid = gw.session_for(f"telegram:dm:{CHAT}")
+    stored = [m["content"] for m in gw.db.get_messages(sid, include_inactive=True) if m["role"] == "user"]
+    assert all(any(s.startswith(f"message {i} ") for s in stored) for i in range(8))
