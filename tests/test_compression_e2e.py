@@ -206,3 +206,17 @@ def test_manual_compress_keeps_session_id_and_rows(make_agent, fake_provider, he
     active = db.get_active_messages(sid)
     assert active == agent.messages
     assert json.dumps(active).count("CONTEXT SUMMARY") == 1
+
+
+def test_summary_uses_the_auxiliary_model_when_configured(make_agent, fake_provider, hermes_home):
+    from tests.fake_provider import FakeProvider
+
+    with FakeProvider(default=text(SUMMARY)) as aux:
+        write_config(hermes_home, f"auxiliary:\n  compression:\n    model: aux-model\n    base_url: {aux.base_url}\n"
+                                  f"    api_key: aux-key\n")
+        sid = seeded_session(10, size=300)
+        out = make_agent(session_id=sid).compress()
+        assert out["compressed"]
+        assert [b["model"] for b in aux.requests] == ["aux-model"]
+        assert aux.request_headers[0]["authorization"] == "Bearer aux-key"
+    assert summary_requests(fake_provider) == []
