@@ -30,7 +30,7 @@ from tools.registry import check_toolset_requirements, get_tool_definitions
 
 log = logging.getLogger("hermes.agent")
 
-__all__ = ["AIAgent", "OpenAI", "get_tool_definitions", "check_toolset_requirements", "jittered_backoff"]
+__all__ = ["AIAgent", "OpenAI", "get_tool_definitions", "check_toolset_requirements", "jittered_backoff"]  # noqa: F822 (OpenAI is lazy)
 
 KNOWN_CONTEXT_LENGTHS = (  # (substring of the model name, window); first match wins
     ("gpt-4.1", 1_047_576), ("gpt-4o", 128_000), ("gpt-5", 400_000), ("o3", 200_000), ("o4", 200_000),

@@ -511,7 +511,6 @@ class ContextCompressor:
             # nothing to compact yet: cheap, and the history will grow, so it is not a thrash signal
             return unchanged()
         head_end, tail_start, summaries = plan
-        n = len(messages)
 
         # 1. cheap pruning outside the tail
         work = list(messages)

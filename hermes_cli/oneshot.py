@@ -73,7 +73,7 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
 
         renderer = Renderer(out=sys.stdout, err=sys.stderr, markdown=False)
     if sys.stdin.isatty() and renderer is not None:
-        from hermes_cli.chat import ask_approval_tty
+        from hermes_cli.approval_prompt import ask_approval_tty
 
         approval = lambda c, why: ask_approval_tty(renderer, c, why)  # noqa: E731
     else:

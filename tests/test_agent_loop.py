@@ -8,7 +8,6 @@ import pytest
 
 import run_agent
 from hermes_state import SessionDB
-from run_agent import AIAgent
 from tests.fake_provider import (check_well_formed, cut_stream, error, garbage, rate_limited, server_error, slow,
                                  text, tool_calls)
 

@@ -9,7 +9,8 @@ import pytest
 
 from agent.config import load_config
 from hermes_cli.agent_factory import build_agent
-from hermes_cli.chat import ChatSession, parse_approval, read_line
+from hermes_cli.approval_prompt import parse_approval, read_line
+from hermes_cli.chat import ChatSession
 from hermes_cli.render import Renderer, tool_line
 from tests.fake_provider import slow, text, tool_calls
 
