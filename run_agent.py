@@ -22,6 +22,7 @@ from agent.config import HermesConfig, hermes_home, load_config, load_env_file, 
 from agent.conversation_compression import compress_context, compression_skipped_due_to_lock
 from agent.conversation_loop import run_loop
 from agent.persistence import SessionRecorder
+from agent.redact import redact, secret_values
 from agent.providers.openai_compat import ModelReply, abort_connections, make_openai_client, request_chat
 from agent.retry import jittered_backoff
 from agent.tokens import estimate_messages_tokens_rough
@@ -236,8 +237,8 @@ class AIAgent:
         self.session_api_calls += 1
 
     def _redact(self, text: str) -> str:
-        key = self.api_key
-        return text.replace(key, "***") if key and len(key) >= 8 else text
+        """Mask the API key and secret-looking environment values (tool output, error messages)."""
+        return redact(text, secret_values([self.api_key]))
 
     def _api_key_setting(self) -> str:
         if self.provider == "openrouter":
@@ -267,8 +268,11 @@ class AIAgent:
         state.extras["tool_rounds"] = state.extras.get("tool_rounds", 0) + 1
         if self.tool_delay:
             time.sleep(self.tool_delay)
-        return run_tool_calls(tool_calls, self._tool_names, lambda name, args: dispatch(name, args, ctx),
-                              self.tool_progress_callback)
+        results = run_tool_calls(tool_calls, self._tool_names, lambda name, args: dispatch(name, args, ctx),
+                                 self.tool_progress_callback)
+        for msg in results:  # tool output goes to the provider and the store: no secrets in either
+            msg["content"] = self._redact(msg["content"])
+        return results
 
     def _cleanup_task_resources(self, task_id: Optional[str]) -> None:
         """Per-task resources (none held beyond a turn today); a hook surfaces and tests can rely on."""

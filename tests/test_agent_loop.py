@@ -201,3 +201,14 @@ def test_an_empty_reply_is_asked_again_once(make_agent, fake_provider):
     fake_provider.queue(text(""), text(""))
     result = make_agent().run_conversation("hi")
     assert result["completed"] and result["final_response"] == "" and len(fake_provider.requests) == 4
+
+
+def test_secrets_never_reach_the_provider_or_the_store(make_agent, fake_provider, monkeypatch):
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-9f8e7d6c5b4a")
+    fake_provider.queue(tool_calls([("terminal", {"command": "echo $MY_SERVICE_TOKEN; echo done"})]), text("ok"))
+    agent = make_agent(api_key="sk-secret-key-123456")
+    assert agent.run_conversation("print the token")["completed"]
+    sent = json.dumps(fake_provider.requests[1]["messages"])
+    assert "tok-9f8e7d6c5b4a" not in sent and "***" in sent and "done" in sent
+    stored = json.dumps(SessionDB().get_messages(agent.session_id, include_inactive=True))
+    assert "tok-9f8e7d6c5b4a" not in stored
