@@ -158,23 +158,33 @@ def safe_cut_index(messages: list[dict], i: int, direction: str = "backward") ->
     return i
 
 
-def message_text(msg: dict) -> str:
-    """The plain text of a message's content (text parts joined; images omitted)."""
-    content: Any = msg.get("content")
+def content_text(content: Any, placeholders: bool = False) -> str:
+    """Message content as plain text: text parts joined; other parts (images) omitted, or shown as
+    ``[image]`` when ``placeholders``. Parts may be dicts or SDK objects."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, dict):
-                if isinstance(part.get("text"), str):
-                    parts.append(part["text"])
-            elif isinstance(part, str):
-                parts.append(part)
-        return "\n".join(parts)
-    return str(content)
+    if not isinstance(content, list):
+        return str(content)
+    parts = []
+    for part in content:
+        if isinstance(part, str):
+            parts.append(part)
+            continue
+        get = part.get if isinstance(part, dict) else (lambda k, d=None, p=part: getattr(p, k, d))
+        text = get("text")
+        if isinstance(text, str):
+            parts.append(text)
+        elif placeholders:
+            kind = str(get("type") or "part")
+            parts.append("[image]" if "image" in kind else f"[{kind}]")
+    return "\n".join(parts)
+
+
+def message_text(msg: dict) -> str:
+    """The plain text of a message's content (text parts joined; images omitted)."""
+    return content_text(msg.get("content"))
 
 
 def last_index_of_role(messages: list[dict], role: str) -> int:

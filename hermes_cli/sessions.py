@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Optional, TextIO
 
 
+from agent.messages import content_text as _content_text
 from hermes_cli.agent_factory import CommandError
 
 
@@ -33,20 +34,8 @@ def resolve(db: Any, ref: str) -> str:
 
 
 def content_text(content: Any) -> str:
-    """Message content as plain text (list-of-parts content keeps its text parts)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for p in content:
-            if isinstance(p, dict):
-                parts.append(p.get("text") or f"[{p.get('type', 'part')}]")
-            else:
-                parts.append(str(p))
-        return "\n".join(parts)
-    return str(content)
+    """Message content as plain text; non-text parts show as placeholders."""
+    return _content_text(content, placeholders=True)
 
 
 def tool_calls_text(calls: Any) -> list[str]:

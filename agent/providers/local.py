@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Iterator, Optional
 
+from agent.messages import content_text
+
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_TOKENS = 1024  # a small model left unbounded can ramble to the end of its window
@@ -203,25 +205,6 @@ def _field(obj: Any, key: str, default: Any = None) -> Any:
     return getattr(obj, key, default)
 
 
-def _text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for p in content:
-            kind = _field(p, "type")
-            if kind in ("text", "input_text"):
-                parts.append(str(_field(p, "text", "")))
-            elif kind in ("image_url", "input_image", "image"):
-                parts.append("[image]")
-            elif isinstance(p, str):
-                parts.append(p)
-        return "\n".join(parts)
-    return str(content)
-
-
 def _call_parts(call: Any) -> tuple[str, str]:
     fn = _field(call, "function") or {}
     args = _field(fn, "arguments", "")
@@ -241,7 +224,7 @@ def _prepare_messages(messages: list, native_tool_calls: bool) -> list[dict]:
     names: dict[str, str] = {}
     for m in messages or []:
         role = _field(m, "role") or "user"
-        text = _text(_field(m, "content"))
+        text = content_text(_field(m, "content"), placeholders=True)
         if role in ("system", "developer"):
             out.append({"role": "system", "content": text})
         elif role == "assistant":
