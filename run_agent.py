@@ -39,7 +39,7 @@ KNOWN_CONTEXT_LENGTHS = (  # (substring of the model name, window); first match 
     ("mistral", 32_768), ("deepseek", 128_000), ("smollm2", 8_192),
 )
 DEFAULT_CONTEXT_LENGTH = 128_000
-LOCAL_MAX_TOOL_ROUNDS = 2  # rounds of tool calls per turn offered to the embedded model
+LOCAL_MAX_TOOL_ROUNDS = 1  # rounds of tool calls per turn offered to the embedded model
 
 
 def __getattr__(name: str) -> Any:
