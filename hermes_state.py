@@ -531,8 +531,6 @@ class SessionDB:
                 msg["tool_calls"] = tool_calls
             if row["tool_call_id"]:
                 msg["tool_call_id"] = row["tool_call_id"]
-            if row["role"] == "tool" and row["tool_name"]:
-                msg["name"] = row["tool_name"]
             out.append(msg)
         return out
 

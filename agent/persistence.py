@@ -12,6 +12,15 @@ from typing import Any, Callable, Optional
 log = logging.getLogger("hermes.agent")
 
 
+def _with_tool_names(rows: list[dict], context: list[dict]) -> list[dict]:
+    """Tool results carry their tool's name in the store (not on the wire): found by call id in ``context``."""
+    if not any(m.get("role") == "tool" for m in rows):
+        return rows
+    names = {c.get("id"): (c.get("function") or {}).get("name") for m in context
+             for c in (m.get("tool_calls") or []) if isinstance(c, dict)}
+    return [dict(m, tool_name=names.get(m.get("tool_call_id"))) if m.get("role") == "tool" else m for m in rows]
+
+
 class SessionRecorder:
     def __init__(self, db: Any, session_id: str, source: str, model: Callable[[], str],
                  warn: Callable[[str], None]) -> None:
@@ -79,11 +88,7 @@ class SessionRecorder:
         if db is None:
             return
         pending = messages[self.persisted_len:]
-        # tool results carry their tool's name in the store (not on the wire): look it up by call id
-        names = {c.get("id"): (c.get("function") or {}).get("name") for m in messages[-len(pending) - 8:]
-                 for c in (m.get("tool_calls") or []) if isinstance(c, dict)}
-        rows = [dict(m, tool_name=names.get(m.get("tool_call_id"))) if m.get("role") == "tool" else m
-                for m in pending]
+        rows = _with_tool_names(pending, messages[-len(pending) - 8:])
         try:
             self._ensure_row(db)
             usage, self.pending_usage = self.pending_usage, (0, 0)
@@ -101,7 +106,7 @@ class SessionRecorder:
         db = self.db
         if db is not None:
             self._ensure_row(db)
-            ids = db.replace_active_messages(self.session_id, new, upto_id=self.last_row_id)
+            ids = db.replace_active_messages(self.session_id, _with_tool_names(new, new), upto_id=self.last_row_id)
             if ids:
                 self.last_row_id = max(ids)
         self.persisted_len = len(new)

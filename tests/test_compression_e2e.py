@@ -220,3 +220,21 @@ def test_summary_uses_the_auxiliary_model_when_configured(make_agent, fake_provi
         assert [b["model"] for b in aux.requests] == ["aux-model"]
         assert aux.request_headers[0]["authorization"] == "Bearer aux-key"
     assert summary_requests(fake_provider) == []
+
+
+def test_compacted_tool_rows_keep_their_tool_name(make_agent, fake_provider):
+    script = {"n": 0}
+
+    def reply(body):
+        if is_summary_request(body):
+            return text(SUMMARY)
+        script["n"] += 1
+        return tool_calls([("todo", {})]) if script["n"] % 2 else text("done " + "d" * 300)
+
+    fake_provider.handler = reply
+    agent = make_agent()
+    for i in range(12):
+        assert agent.run_conversation(f"step {i} " + "s" * 300)["completed"]
+    assert agent.compress()["compressed"]
+    active = [r for r in SessionDB().get_messages(agent.session_id) if r["role"] == "tool"]
+    assert active and all(r["tool_name"] == "todo" for r in active)

@@ -277,7 +277,7 @@ def test_message_round_trip(db: SessionDB) -> None:
         {"role": "user", "content": [{"type": "text", "text": "what is this"},
                                      {"type": "image_url", "image_url": {"url": "data:x"}}]},
         {"role": "assistant", "content": None, "tool_calls": TOOL_CALLS},
-        {"role": "tool", "content": "a.txt b.txt", "tool_call_id": "call_1", "name": "terminal"},
+        {"role": "tool", "content": "a.txt b.txt", "tool_call_id": "call_1"},  # tool_name stays in the row
         {"role": "assistant", "content": "two files"},
         {"role": "user", "content": {"odd": "dict content"}},
     ]
