@@ -212,3 +212,15 @@ def test_secrets_never_reach_the_provider_or_the_store(make_agent, fake_provider
     assert "tok-9f8e7d6c5b4a" not in sent and "***" in sent and "done" in sent
     stored = json.dumps(SessionDB().get_messages(agent.session_id, include_inactive=True))
     assert "tok-9f8e7d6c5b4a" not in stored
+
+
+def test_embedded_model_gets_one_tool_round_then_must_answer(make_agent, fake_provider):
+    """A tiny local model would call tools forever; after one round the request carries no tools."""
+    fake_provider.default = tool_calls([("todo", {})])
+    agent = make_agent()
+    assert agent.client is not None  # the loopback client, built before the switch below
+    agent.provider = "local"  # same loop, the embedded model's policy
+    result = agent.run_conversation("hi")
+    first, second = fake_provider.requests[:2]
+    assert first.get("tools") and not second.get("tools")
+    assert result["api_calls"] == 2
