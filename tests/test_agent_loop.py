@@ -216,11 +216,11 @@ def test_secrets_never_reach_the_provider_or_the_store(make_agent, fake_provider
 
 def test_embedded_model_gets_one_tool_round_then_must_answer(make_agent, fake_provider):
     """A tiny local model would call tools forever; after one round the request carries no tools."""
-    fake_provider.default = tool_calls([("todo", {})])
+    fake_provider.handler = lambda body: tool_calls([("todo", {})]) if body.get("tools") else text("answer")
     agent = make_agent()
     assert agent.client is not None  # the loopback client, built before the switch below
     agent.provider = "local"  # same loop, the embedded model's policy
     result = agent.run_conversation("hi")
     first, second = fake_provider.requests[:2]
     assert first.get("tools") and not second.get("tools")
-    assert result["api_calls"] == 2
+    assert result["api_calls"] == 2 and result["final_response"] == "answer"
