@@ -558,6 +558,15 @@ class SessionDB:
             return ids
         return self._write(tx)
 
+    def deactivate_messages(self, session_id: str, ids: list[int]) -> int:
+        """Take rows out of the live history (``/undo``) without deleting them; returns how many."""
+        if not ids:
+            return 0
+        marks = ",".join("?" * len(ids))
+        return self._write(lambda c: c.execute(
+            f"UPDATE messages SET active = 0 WHERE session_id = ? AND active = 1 AND id IN ({marks})",
+            (session_id, *ids)).rowcount)
+
     def max_message_id(self, session_id: str) -> Optional[int]:
         """Highest row id of the session: the ``upto_id`` a compressor saw."""
         return self._read("SELECT MAX(id) FROM messages WHERE session_id = ?", (session_id,))[0][0]

@@ -21,6 +21,7 @@ from agent import results
 from agent.config import HermesConfig, hermes_home, load_config, load_env_file, resolve_provider
 from agent.conversation_compression import compress_context, compression_skipped_due_to_lock
 from agent.conversation_loop import run_loop
+from agent.messages import find_tool_pair_violations, sanitize_tool_pairs
 from agent.persistence import SessionRecorder
 from agent.redact import redact, secret_values
 from agent.providers.openai_compat import ModelReply, abort_connections, make_openai_client, request_chat
@@ -237,8 +238,8 @@ class AIAgent:
         self.session_api_calls += 1
 
     def _redact(self, text: str) -> str:
-        """Mask the API key and secret-looking environment values (tool output, error messages)."""
-        return redact(text, secret_values([self.api_key]))
+        """Mask the API keys and secret-looking environment values (tool output, errors, warnings)."""
+        return redact(text, secret_values([self.api_key, self.config.auxiliary.compression.api_key]))
 
     def _api_key_setting(self) -> str:
         if self.provider == "openrouter":
@@ -268,11 +269,8 @@ class AIAgent:
         state.extras["tool_rounds"] = state.extras.get("tool_rounds", 0) + 1
         if self.tool_delay:
             time.sleep(self.tool_delay)
-        results = run_tool_calls(tool_calls, self._tool_names, lambda name, args: dispatch(name, args, ctx),
-                                 self.tool_progress_callback)
-        for msg in results:  # tool output goes to the provider and the store: no secrets in either
-            msg["content"] = self._redact(msg["content"])
-        return results
+        return run_tool_calls(tool_calls, self._tool_names, lambda name, args: dispatch(name, args, ctx),
+                              self.tool_progress_callback, redact=self._redact)
 
     def _cleanup_task_resources(self, task_id: Optional[str]) -> None:
         """Per-task resources (none held beyond a turn today); a hook surfaces and tests can rely on."""
@@ -280,6 +278,7 @@ class AIAgent:
     # ---- status ------------------------------------------------------------------------------
 
     def _emit_status(self, kind: str, message: str) -> None:
+        message = self._redact(message)
         if self.status_callback is not None:
             try:
                 self.status_callback(kind, message)
@@ -298,14 +297,18 @@ class AIAgent:
     def session_db(self) -> Any:
         return self._recorder.db
 
-    def _get_session_db(self) -> Any:
-        return self._recorder.db
-
     def _load_history(self) -> list[dict]:
         """The agent's own history; on first use of a resumed session, its active rows from the store."""
         if not self._history_loaded:
             self._history_loaded = True
             self.messages, stored_prompt = self._recorder.load()
+            if find_tool_pair_violations(self.messages):
+                # a run that died between a tool call and its result: answer the call with a stub so the
+                # provider accepts the history again (the original rows stay in the store, inactive)
+                repaired = sanitize_tool_pairs(self.messages)
+                self._recorder.replace(self.messages, repaired)
+                self.messages = repaired
+                self._emit_status("info", "Repaired tool calls left unanswered by an interrupted run.")
             if stored_prompt and self._cached_system_prompt is None:
                 self._cached_system_prompt = stored_prompt  # byte-identical across processes
         return self.messages
@@ -315,7 +318,7 @@ class AIAgent:
         self._history_loaded = True
         self._recorder.persisted_len = len(messages)
 
-    def _persist_session(self, messages: list[dict], conversation_history: Optional[list] = None) -> None:
+    def _persist_session(self, messages: list[dict]) -> None:
         """Write the messages not yet in the store, one row each (a crash loses at most the call in flight)."""
         self._recorder.persist(messages)
 
@@ -418,9 +421,8 @@ class AIAgent:
         if idx is None:
             return None
         removed = messages[idx].get("content")
-        kept = messages[:idx]
-        self._recorder.replace(messages, kept)
-        self.messages = kept
+        self._recorder.truncate(messages, idx)
+        self.messages = messages[:idx]
         self._usage_baseline = None
         return removed if isinstance(removed, str) else str(removed)
 

@@ -12,6 +12,7 @@ import secrets
 import threading
 from typing import Any, Optional
 
+from agent.persistence import StoreError
 from agent.tokens import estimate_messages_tokens_rough, estimate_text_tokens, estimate_tools_tokens
 
 log = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ def compress_context(agent: Any, messages: list, system_message: str, *, approx_
     comp = agent.context_compressor
     if comp is None or len(messages) < 2:
         return messages, system_message
-    db = agent._get_session_db()
+    db = agent.session_db
     session_id = agent.session_id
     holder = None
     if db is not None and session_id:
@@ -125,7 +126,12 @@ def compress_context(agent: Any, messages: list, system_message: str, *, approx_
             agent._emit_status("warning", result.warning)
         if not result.changed or result.messages is messages:
             return messages, system_message
-        agent._commit_compaction(messages, result.messages)
+        try:
+            agent._commit_compaction(messages, result.messages)
+        except StoreError as exc:  # keep the full history rather than a compaction the store lacks
+            agent._emit_status("warning", f"Compaction not applied: the session store failed ({exc}). "
+                                          f"The conversation is unchanged.")
+            return messages, system_message
         how = "summary" if result.summarized else ("deterministic digest" if result.fallback else "pruning")
         agent._emit_status("compression", f"Compressed context by {how}: {len(messages)} -> "
                                           f"{len(result.messages)} messages, ~{result.before_tokens:,} -> "

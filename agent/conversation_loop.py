@@ -71,13 +71,6 @@ def pressure_gate(agent: Any, state: TurnState, api_messages: Optional[list[dict
 def _compress_after_rejection(agent: Any, state: TurnState, err: ClassifiedError) -> Optional[dict]:
     """Sites 3 and 4: the provider said the request is too big. None means: retry the request."""
     comp = agent.context_compressor
-    if comp is not None:
-        if err.kind is ErrorKind.CONTEXT_OVERFLOW and err.context_limit:
-            agent._learn_context_limit(err.context_limit)
-        else:
-            # no stated limit: what we just sent is too big, so aim the window well below it
-            sent = estimate_request_tokens_rough(state.messages, system_prompt=state.system_prompt, tools=agent.tools)
-            agent._learn_context_limit(max(1024, int(sent * 0.75)))
     cap = agent.max_compression_attempts
     state.compression_attempts += 1
     what = "413 Payload Too Large" if err.kind is ErrorKind.PAYLOAD_TOO_LARGE else "context length exceeded"
@@ -87,10 +80,20 @@ def _compress_after_rejection(agent: Any, state: TurnState, err: ClassifiedError
     if comp is None or not agent.compression_enabled:
         agent._persist_session(state.messages)
         return results.exhausted_result(state, f"{what}, and compression is disabled")
+    window_before = comp.context_length
+    if err.kind is ErrorKind.CONTEXT_OVERFLOW and err.context_limit:
+        agent._learn_context_limit(err.context_limit)
+    else:
+        # no stated limit: what we just sent is too big (a body-size limit is a token limit too), so
+        # aim the window well below it; kept only if this pass goes ahead (a deferral changes nothing)
+        sent = estimate_request_tokens_rough(state.messages, system_prompt=state.system_prompt, tools=agent.tools)
+        agent._learn_context_limit(max(1024, int(sent * 0.75)))
     before = state.messages
     new_messages, new_prompt = agent._compress_context(before, state.system_prompt, overflowed=True)
     if compression_skipped_due_to_lock(agent):
         state.compression_attempts -= 1
+        if comp.context_length != window_before:
+            agent._learn_context_limit(window_before, lower_only=False, announce=False)
         agent._persist_session(state.messages)
         return results.deferred_result(state)
     if not made_progress(before, new_messages):
@@ -102,7 +105,8 @@ def _compress_after_rejection(agent: Any, state: TurnState, err: ClassifiedError
 
 
 def _failure_message(agent: Any, err: ClassifiedError, retries: int) -> str:
-    detail = agent._redact(err.message.strip().splitlines()[0][:300] if err.message.strip() else err.kind.value)
+    text = agent._redact(err.message).strip()
+    detail = text.splitlines()[0][:300] if text else err.kind.value
     if err.kind is ErrorKind.AUTH:
         return (f"The provider rejected the credentials ({err.status or 'auth error'}) at {agent.base_url}. "
                 f"Fix {agent._api_key_setting()} (or run `hermes setup`) and try again.")
@@ -129,7 +133,7 @@ def call_model(agent: Any, state: TurnState, api_messages: list[dict]) -> Union[
             raise
         except Exception as exc:
             err = classify_error(exc)
-            log.info("provider error: %s (%s)", err.kind.value, agent._redact(err.message[:200]))
+            log.info("provider error: %s (%s)", err.kind.value, agent._redact(err.message)[:200])
             if err.kind in (ErrorKind.PAYLOAD_TOO_LARGE, ErrorKind.CONTEXT_OVERFLOW):
                 ended = _compress_after_rejection(agent, state, err)
                 if ended is not None:

@@ -108,7 +108,11 @@ def classify_error(err: BaseException) -> ClassifiedError:
     names = {t.__name__ for t in type(err).__mro__}
     retry_after = _retry_after_of(err)
 
-    if status == 413 or "request entity too large" in text.lower() or "payload too large" in text.lower():
+    low = text.lower()
+    if status == 413 and ("rate limit" in low or "rate_limit" in low or "per minute" in low):
+        # some providers answer a tokens-per-minute limit with 413: wait, do not compress
+        return ClassifiedError(ErrorKind.RATE_LIMIT, status, text, retry_after=retry_after)
+    if status == 413 or "request entity too large" in low or "payload too large" in low:
         return ClassifiedError(ErrorKind.PAYLOAD_TOO_LARGE, status or 413, text)
     if is_context_overflow_text(text) and (status in (None, 400, 422) or status < 500):
         return ClassifiedError(ErrorKind.CONTEXT_OVERFLOW, status, text, context_limit=parse_context_limit(text))

@@ -21,6 +21,10 @@ def _with_tool_names(rows: list[dict], context: list[dict]) -> list[dict]:
     return [dict(m, tool_name=names.get(m.get("tool_call_id"))) if m.get("role") == "tool" else m for m in rows]
 
 
+class StoreError(Exception):
+    """The session store could not take a write that must not be half-done."""
+
+
 class SessionRecorder:
     def __init__(self, db: Any, session_id: str, source: str, model: Callable[[], str],
                  warn: Callable[[str], None]) -> None:
@@ -101,15 +105,34 @@ class SessionRecorder:
             self.last_row_id = max(ids)
 
     def replace(self, old: list[dict], new: list[dict]) -> None:
-        """Make ``new`` the active history: ``old`` is flushed first, then marked inactive, never deleted."""
+        """Make ``new`` the active history: ``old`` is flushed first, then marked inactive, never deleted.
+
+        Raises StoreError (and changes nothing) when the store cannot take it: a compaction that could
+        not flush ``old`` first would summarise away rows that were never stored verbatim.
+        """
         self.persist(old)
         db = self.db
         if db is not None:
-            self._ensure_row(db)
-            ids = db.replace_active_messages(self.session_id, _with_tool_names(new, new), upto_id=self.last_row_id)
+            if self.persisted_len < len(old):
+                raise StoreError("the messages before the compaction could not be saved")
+            try:
+                self._ensure_row(db)
+                ids = db.replace_active_messages(self.session_id, _with_tool_names(new, new),
+                                                 upto_id=self.last_row_id)
+            except Exception as exc:
+                raise StoreError(str(exc)) from exc
             if ids:
                 self.last_row_id = max(ids)
         self.persisted_len = len(new)
+
+    def truncate(self, messages: list[dict], keep: int) -> None:
+        """Take the live history back to its first ``keep`` messages; later rows become inactive."""
+        self.persist(messages)
+        db = self.db
+        if db is not None and self.known:
+            rows = db.get_messages(self.session_id)
+            db.deactivate_messages(self.session_id, [r["id"] for r in rows[keep:]])
+        self.persisted_len = keep
 
     def store_system_prompt(self, text: str) -> None:
         db = self.db

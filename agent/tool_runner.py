@@ -6,6 +6,7 @@ correct; a tool never crashes the turn.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional
@@ -42,7 +43,7 @@ def _cap(text: str) -> str:
 
 
 def run_one(call: dict, known: set[str], dispatch: Callable[[str, dict], str],
-            progress: Optional[Callable[[dict], None]]) -> str:
+            progress: Optional[Callable[[dict], None]], redact: Callable[[str], str] = str) -> str:
     fn = call.get("function") or {}
     name = fn.get("name") or ""
     args, problem = parse_arguments(fn.get("arguments"))
@@ -61,11 +62,21 @@ def run_one(call: dict, known: set[str], dispatch: Callable[[str, dict], str],
     except Exception as exc:  # ToolError and anything a tool raises
         ok = False
         result = _error(f"{name}: {exc}" if str(exc) else f"{name} failed: {type(exc).__name__}")
-    result = _cap(result)
+    result = _cap(redact(result))  # secrets are masked before anything (progress, provider, store) sees them
     summary = result if len(result) <= 120 else result[:117] + "..."
     _emit(progress, {"type": "tool_end", "name": name, "args": args, "ok": ok,
                      "summary": summary.replace("\n", " "), "duration": time.monotonic() - started})
     return result
+
+
+def _serialized(fn: Callable[..., Any]) -> Callable[..., Any]:
+    lock = threading.Lock()
+
+    def call(*args: Any) -> Any:
+        with lock:
+            return fn(*args)
+
+    return call
 
 
 def _emit(progress: Optional[Callable[[dict], None]], event: dict) -> None:
@@ -78,13 +89,17 @@ def _emit(progress: Optional[Callable[[dict], None]], event: dict) -> None:
 
 
 def run_tool_calls(calls: list[dict], known: set[str], dispatch: Callable[[str, dict], str],
-                   progress: Optional[Callable[[dict], None]] = None) -> list[dict]:
-    """Tool result messages, one per call, in call order."""
+                   progress: Optional[Callable[[dict], None]] = None,
+                   redact: Callable[[str], str] = str) -> list[dict]:
+    """Tool result messages, one per call, in call order. Progress events of parallel calls are
+    delivered one at a time (callers need not be thread-safe)."""
     if len(calls) == 1:
-        outputs = [run_one(calls[0], known, dispatch, progress)]
+        outputs = [run_one(calls[0], known, dispatch, progress, redact)]
     else:
+        if progress is not None:
+            progress = _serialized(progress)
         with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(calls)), thread_name_prefix="hermes-tool") as pool:
-            outputs = list(pool.map(lambda c: run_one(c, known, dispatch, progress), calls))
+            outputs = list(pool.map(lambda c: run_one(c, known, dispatch, progress, redact), calls))
     return [
         {"role": "tool", "tool_call_id": call.get("id") or "", "content": out}
         for call, out in zip(calls, outputs)

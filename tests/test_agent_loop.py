@@ -206,8 +206,10 @@ def test_an_empty_reply_is_asked_again_once(make_agent, fake_provider):
 def test_secrets_never_reach_the_provider_or_the_store(make_agent, fake_provider, monkeypatch):
     monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-9f8e7d6c5b4a")
     fake_provider.queue(tool_calls([("terminal", {"command": "echo $MY_SERVICE_TOKEN; echo done"})]), text("ok"))
-    agent = make_agent(api_key="sk-secret-key-123456")
+    events = []
+    agent = make_agent(api_key="sk-secret-key-123456", tool_progress_callback=events.append)
     assert agent.run_conversation("print the token")["completed"]
+    assert "tok-9f8e7d6c5b4a" not in json.dumps(events, default=str) and "***" in json.dumps(events, default=str)
     sent = json.dumps(fake_provider.requests[1]["messages"])
     assert "tok-9f8e7d6c5b4a" not in sent and "***" in sent and "done" in sent
     stored = json.dumps(SessionDB().get_messages(agent.session_id, include_inactive=True))
@@ -224,3 +226,53 @@ def test_embedded_model_gets_one_tool_round_then_must_answer(make_agent, fake_pr
     first, second = fake_provider.requests[:2]
     assert first.get("tools") and not second.get("tools")
     assert result["api_calls"] == 2 and result["final_response"] == "answer"
+
+
+def test_undo_takes_the_last_turn_out_of_the_live_history_only(make_agent, fake_provider):
+    agent = make_agent()
+    agent.run_conversation("first")
+    fake_provider.queue(tool_calls([("todo", {})]), text("second answer"))
+    agent.run_conversation("second")
+    assert agent.undo_last_turn() == "second"
+    db = SessionDB()
+    assert [m["content"] for m in db.get_active_messages(agent.session_id)] == ["first", "ok"]
+    rows = db.get_messages(agent.session_id, include_inactive=True)
+    assert len(rows) == 6 and [r["content"] for r in rows if not r["active"]][-1] == "second answer"
+    assert db.get_session(agent.session_id)["compactions"] == 0
+    agent.run_conversation("third")
+    assert [m["content"] for m in fake_provider.requests[-1]["messages"][1:]] == ["first", "ok", "third"]
+
+
+def test_a_session_left_with_an_unanswered_tool_call_is_repaired_on_resume(make_agent, fake_provider):
+    db = SessionDB()
+    sid = db.create_session()
+    db.append_messages(sid, [
+        {"role": "user", "content": "run it"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_dead", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}]},
+    ])  # the process died before the tool's result was written
+    agent = make_agent(session_id=sid)
+    assert agent.run_conversation("are you there?")["completed"]
+    _well_formed(fake_provider)
+    assert [m["role"] for m in db.get_messages(sid, include_inactive=True)].count("user") >= 2
+
+
+def test_parallel_dangerous_calls_ask_one_at_a_time(make_agent, fake_provider, tmp_path):
+    for name in ("keep_a", "keep_b"):
+        (tmp_path / name).mkdir()
+    state = {"active": 0, "max": 0, "asked": []}
+
+    def approve(command, reason):
+        state["active"] += 1
+        state["max"] = max(state["max"], state["active"])
+        threading.Event().wait(0.2)
+        state["asked"].append(command)
+        state["active"] -= 1
+        return "deny"
+
+    fake_provider.queue(tool_calls([("terminal", {"command": "rm -rf keep_a"}),
+                                    ("terminal", {"command": "rm -rf keep_b"})]), text("ok"))
+    agent = make_agent(approval_callback=approve)
+    assert agent.run_conversation("clean up")["completed"]
+    assert len(state["asked"]) == 2 and state["max"] == 1
+    assert (tmp_path / "keep_a").is_dir() and (tmp_path / "keep_b").is_dir()

@@ -238,3 +238,47 @@ def test_compacted_tool_rows_keep_their_tool_name(make_agent, fake_provider):
     assert agent.compress()["compressed"]
     active = [r for r in SessionDB().get_messages(agent.session_id) if r["role"] == "tool"]
     assert active and all(r["tool_name"] == "todo" for r in active)
+
+
+def test_a_compaction_the_store_refuses_is_not_applied(make_agent, fake_provider):
+    fake_provider.handler = lambda body: text(SUMMARY) if is_summary_request(body) else text("fine")
+    sid = seeded_session(10, size=300)
+    db = SessionDB()
+    # a real SQLite failure on exactly the compaction's write (the summary row), e.g. a full disk
+    db.conn.execute("CREATE TRIGGER refuse_summary BEFORE INSERT ON messages "
+                    "WHEN NEW.content LIKE '%CONTEXT SUMMARY%' BEGIN SELECT RAISE(ABORT, 'disk full'); END")
+    before = db.get_active_messages(sid)
+    warnings = []
+    agent = make_agent(session_id=sid, status_callback=lambda kind, msg: warnings.append((kind, msg)))
+    out = agent.compress()
+    assert out["compressed"] is False
+    assert any(k == "warning" and "disk full" in m for k, m in warnings)
+    assert db.get_active_messages(sid) == before and agent.messages == before
+    assert agent.run_conversation("still here")["completed"]
+    assert len(db.get_active_messages(sid)) == len(before) + 2
+
+
+def test_lock_held_by_another_live_process_defers_a_413_softly(make_agent, fake_provider):
+    """The seed's scenario for real: the lock row in SQLite names a live process, the provider says 413."""
+    import subprocess
+    import sys
+
+    sid = seeded_session(10, size=300)
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert SessionDB().try_acquire_compression_lock(sid, f"pid={holder.pid}:tid=1:agent=ab:nonce=12345678")
+        fake_provider.handler = lambda body: text(SUMMARY) if is_summary_request(body) else error(413, "too large")
+        agent = make_agent(session_id=sid)
+        window = agent.context_compressor.context_length
+        result = agent.run_conversation("hello?")
+        assert result["compression_deferred"] is True and not result["compression_exhausted"]
+        assert result["failed"] is False and result["completed"] is False and result["partial"] is True
+        assert agent.context_compressor.context_length == window  # a deferral changes nothing
+        assert summary_requests(fake_provider) == []
+        stored = [m["content"] for m in SessionDB().get_active_messages(sid)]
+        assert stored[-1] == "hello?" and len(stored) == 21
+    finally:
+        holder.kill()
+        holder.wait()
+    fake_provider.handler = lambda body: text(SUMMARY) if is_summary_request(body) else text("through now")
+    assert agent.run_conversation("and now?")["final_response"] == "through now"

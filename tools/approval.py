@@ -113,19 +113,21 @@ def request_approval(command: str, reason: str, ctx: "ToolContext") -> bool:
     if ctx.yolo:
         return True
     keys = {key for key, _ in match_all_dangerous(command)} or {reason}
-    if keys <= ctx.always_allowed:
-        return True
-    if ctx.approval_callback is None:
-        return False
-    try:
-        answer = ctx.approval_callback(command, reason)
-    except Exception:
-        return False
-    answer = str(answer or "").strip().lower()
-    if answer == "always":
-        ctx.always_allowed.update(keys)
-        return True
-    return answer == "once"
+    with ctx.approval_lock:  # parallel tool calls ask one at a time, and see each other's "always"
+        if keys <= ctx.always_allowed:
+            return True
+        if ctx.approval_callback is None:
+            return False
+        try:
+            answer = ctx.approval_callback(command, reason)
+        except Exception:
+            return False
+        answer = str(answer or "").strip().lower()
+        if answer == "always":
+            ctx.always_allowed.update(keys)
+            return True
+        return answer == "once"
+
 
 
 # --- parsing helpers -----------------------------------------------------------------------

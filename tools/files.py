@@ -35,6 +35,34 @@ def resolve_path(ctx: ToolContext, path: str) -> tuple[Path, str]:
     return full, f"(note: {full} is outside the working directory {base})"
 
 
+_SENSITIVE_FILES = (".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile", ".gitconfig", ".netrc")
+
+
+def sensitive_area(full: Path) -> str | None:
+    """Why writing ``full`` needs the user's approval (credentials, system config, shell start-up)."""
+    home = Path.home().resolve()
+    if full == home / ".ssh" or home / ".ssh" in full.parents:
+        return "writes to ~/.ssh (credentials)"
+    if full == Path("/etc") or Path("/etc") in full.parents:
+        return "writes to /etc (system configuration)"
+    if full.parent == home and full.name in _SENSITIVE_FILES:
+        return f"writes to ~/{full.name} (runs at every login or holds credentials)"
+    if Path("/dev") in full.parents or Path("/boot") in full.parents:
+        return "writes to a device or boot file"
+    return None
+
+
+def _approve_write(tool: str, full: Path, ctx: ToolContext) -> None:
+    """The same approval the terminal asks for its dangerous commands; no answer means no write."""
+    reason = sensitive_area(full)
+    if reason is None:
+        return
+    from tools.approval import request_approval
+
+    if not request_approval(f"{tool} {full}", reason, ctx):
+        raise ToolError(f"{tool} to {full} denied: it {reason}; ask the user to approve it or choose another path")
+
+
 def _display(ctx: ToolContext, full: Path) -> str:
     try:
         return str(full.relative_to(Path(ctx.cwd).resolve()))
@@ -124,6 +152,7 @@ def write_file(args: dict, ctx: ToolContext) -> str:
     content = args["content"]
     if full.is_dir():
         raise ToolError(f"{full} is a directory")
+    _approve_write("write_file", full, ctx)
     full.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
     existed = full.exists()
@@ -166,6 +195,7 @@ def patch(args: dict, ctx: ToolContext) -> str:
         raise ToolError("old_string and new_string are identical; nothing to change")
     if _is_binary(full):
         raise ToolError(f"{full} looks like a binary file; patch only edits text")
+    _approve_write("patch", full, ctx)
     try:
         with open(full, encoding="utf-8", newline="") as fh:
             text = fh.read()

@@ -44,6 +44,7 @@ class ToolContext:
     interrupt_event: threading.Event | None = None
     max_output_chars: int = 50_000
     timeout: int = 180
+    approval_lock: threading.Lock = field(default_factory=threading.Lock)  # one question at a time
 
     def __post_init__(self) -> None:
         self.cwd = Path(self.cwd).expanduser()

@@ -10,6 +10,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from agent.messages import content_text
+
 
 @dataclass
 class ModelReply:
@@ -70,7 +72,7 @@ def parse_completion(resp: Any) -> ModelReply:
     msg = _get(choice, "message")
     content = _get(msg, "content")
     if content is not None and not isinstance(content, str):
-        content = str(content)
+        content = content_text(content)  # some servers answer with a list of parts
     raw_calls = _get(msg, "tool_calls") or []
     calls = [_tool_call_dict(tc, i) for i, tc in enumerate(raw_calls)] if isinstance(raw_calls, (list, tuple)) else []
     reasoning = _get(msg, "reasoning_content") or _get(msg, "reasoning")

@@ -211,3 +211,38 @@ def test_search_outside_cwd_is_noted(tmp_path, tree):
     out = call(ctx, "search_files", pattern="docs", path=str(tmp_path))
     assert "outside the working directory" in out
     assert f"{tmp_path / 'README.md'}:1: TODO: docs" in out
+
+
+# --- writes to sensitive places ask first ----------------------------------------------------
+
+
+@pytest.fixture
+def fake_home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
+def test_write_to_ssh_without_approval_is_denied_and_nothing_is_written(ctx, fake_home):
+    with pytest.raises(ToolError, match="denied.*~/.ssh"):
+        call(ctx, "write_file", path=str(fake_home / ".ssh" / "authorized_keys"), content="ssh-rsa AAAA attacker")
+    assert not (fake_home / ".ssh" / "authorized_keys").exists()
+
+
+def test_write_and_patch_of_shell_startup_ask_the_user(tmp_path, fake_home):
+    asked = []
+    ctx = ToolContext(cwd=tmp_path, approval_callback=lambda cmd, why: asked.append((cmd, why)) or "once")
+    rc = fake_home / ".bashrc"
+    assert "wrote" in call(ctx, "write_file", path=str(rc), content="export A=1\n")
+    deny = ToolContext(cwd=tmp_path, approval_callback=lambda cmd, why: "deny")
+    with pytest.raises(ToolError, match="denied"):
+        call(deny, "patch", path=str(rc), old_string="A=1", new_string="A=2")
+    assert rc.read_text() == "export A=1\n"
+    assert len(asked) == 1 and "bashrc" in asked[0][1]
+
+
+def test_ordinary_writes_need_no_approval(ctx, fake_home):
+    # ctx has no approval callback: anything that needed approval would be denied
+    assert "wrote" in call(ctx, "write_file", path=str(fake_home / "notes.txt"), content="x")
+    assert "wrote" in call(ctx, "write_file", path=str(fake_home / ".config" / "app.toml"), content="x")
