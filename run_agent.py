@@ -379,6 +379,17 @@ class AIAgent:
         if client is not None and self._owns_client and self.provider != "local":
             abort_connections(client)
 
+    def close(self) -> None:
+        """Release what this agent holds: its own provider client's connections (a gateway drops
+        agents all the time; their sockets must not pile up). The agent may be used again after."""
+        client, self._client = (self._client, None) if self._owns_client else (None, self._client)
+        close = getattr(client, "close", None)
+        if callable(close) and self.provider != "local":
+            try:
+                close()
+            except Exception as exc:
+                log.debug("closing the provider client: %s", exc)
+
     def _compress_context(self, messages: list, system_message: str, **kwargs: Any) -> tuple[list, str]:
         return compress_context(self, messages, system_message, **kwargs)
 

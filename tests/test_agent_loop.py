@@ -276,3 +276,12 @@ def test_parallel_dangerous_calls_ask_one_at_a_time(make_agent, fake_provider, t
     assert agent.run_conversation("clean up")["completed"]
     assert len(state["asked"]) == 2 and state["max"] == 1
     assert (tmp_path / "keep_a").is_dir() and (tmp_path / "keep_b").is_dir()
+
+
+def test_close_releases_the_client_and_the_agent_still_works(make_agent, fake_provider):
+    agent = make_agent()
+    agent.run_conversation("one")
+    first = agent.client
+    agent.close()
+    assert agent.run_conversation("two")["completed"]
+    assert agent.client is not first and first.is_closed()
