@@ -366,6 +366,9 @@ class SessionDB:
             f"UPDATE sessions SET {sql}, updated_at = ? WHERE id = ?",
             (*params, time.time(), session_id)).rowcount > 0)
 
+    def count_sessions(self) -> int:
+        return int(self._read("SELECT COUNT(*) FROM sessions")[0][0])
+
     def end_session(self, session_id: str, reason: Optional[str] = None) -> bool:
         """Mark a session finished; it stays in the store (and searchable)."""
         return self._update_session(session_id, "ended_at = ?, end_reason = ?",

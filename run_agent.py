@@ -205,6 +205,8 @@ class AIAgent:
         from agent.summarizer import make_summarizer
 
         aux = self.config.auxiliary.compression
+        if not aux.api_key and os.environ.get("HERMES_AUX_COMPRESSION_API_KEY"):  # where `config set` puts it
+            aux.api_key = os.environ["HERMES_AUX_COMPRESSION_API_KEY"]
         timeout = self.config.compression.summary_timeout
         if aux.model or aux.base_url or aux.api_key:
             holder: dict[str, Any] = {}

@@ -115,6 +115,8 @@ def read_raw_config(path: Optional[Path] = None) -> dict[str, Any]:
         raise ConfigError(f"{p} is not valid YAML{where}; fix it or move it aside and run `hermes setup`") from None
     except OSError as exc:
         raise ConfigError(f"cannot read {p}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p} is not UTF-8 text; save it as UTF-8 or move it aside and run `hermes setup`") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

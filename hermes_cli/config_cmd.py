@@ -15,12 +15,28 @@ from typing import Any, Optional
 from agent.config import (ConfigError, config_path, env_path, hermes_home,
                           parse_config, read_raw_config)
 
-_SECRET_RE = re.compile(r"(api_?key|token|secret|password)", re.I)
+# Dotted keys that hold secrets -> the environment variable the runtime reads them from.
+SECRET_KEYS = {
+    "model.api_key": "OPENAI_API_KEY",  # OPENROUTER_API_KEY when the provider is openrouter
+    "auxiliary.compression.api_key": "HERMES_AUX_COMPRESSION_API_KEY",
+    "gateway.telegram.token": "TELEGRAM_BOT_TOKEN",
+    "gateway.telegram.bot_token": "TELEGRAM_BOT_TOKEN",
+    "gateway.api_server.key": "API_SERVER_KEY",
+    "gateway.api_server.api_key": "API_SERVER_KEY",
+}
+# For display only: names that look like they hold a secret are masked (counters like
+# `threshold_tokens` are not secrets).
+_LOOKS_SECRET = re.compile(r"(api_?key|(^|_)key$|(^|_)token$|secret|password)", re.I)
 _MISSING = object()
 
 
 def is_secret(key: str) -> bool:
-    return bool(_SECRET_RE.search(key.rsplit(".", 1)[-1]))
+    """A dotted config key whose value belongs in .env, not config.yaml."""
+    return key.lower() in SECRET_KEYS
+
+
+def looks_secret(name: str) -> bool:
+    return bool(_LOOKS_SECRET.search(name.rsplit(".", 1)[-1]))
 
 
 def mask(value: Optional[str]) -> str:
@@ -35,13 +51,10 @@ def secret_env_var(key: str, raw: Optional[dict] = None) -> str:
     """The environment variable that holds the secret for a dotted config key."""
     key = key.lower()
     if key == "model.api_key":
-        provider = ((raw or {}).get("model") or {}).get("provider") if isinstance((raw or {}).get("model"), dict) else None
+        model = (raw or {}).get("model")
+        provider = model.get("provider") if isinstance(model, dict) else None
         return "OPENROUTER_API_KEY" if provider == "openrouter" else "OPENAI_API_KEY"
-    if key in ("gateway.telegram.token", "gateway.telegram.bot_token"):
-        return "TELEGRAM_BOT_TOKEN"
-    if key in ("gateway.api_server.key", "gateway.api_server.api_key"):
-        return "API_SERVER_KEY"
-    return "HERMES_" + re.sub(r"[^A-Z0-9]+", "_", key.upper()).strip("_")
+    return SECRET_KEYS[key]
 
 
 def parse_value(text: str) -> Any:
@@ -146,7 +159,7 @@ def read_env_file() -> dict[str, str]:
 def _masked_tree(data: Any, prefix: str = "") -> Any:
     if isinstance(data, dict):
         return {k: _masked_tree(v, f"{prefix}{k}.") for k, v in data.items()}
-    if prefix and is_secret(prefix[:-1]) and isinstance(data, str):
+    if prefix and (is_secret(prefix[:-1]) or looks_secret(prefix[:-1])) and isinstance(data, str):
         return mask(data)
     return data
 
@@ -162,7 +175,7 @@ def cmd_show(out=sys.stdout) -> int:
     if env:
         out.write(f"# secrets in {env_path()}\n")
         for k, v in env.items():
-            out.write(f"{k}={mask(v) if is_secret(k) else v}\n")
+            out.write(f"{k}={mask(v) if looks_secret(k) else v}\n")
     return 0
 
 

@@ -11,7 +11,14 @@ import os
 import sys
 from typing import Any, Optional
 
-SUBCOMMANDS = ("chat", "sessions", "config", "setup", "doctor", "gateway", "pairing")
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
 
 
 def _add_agent_flags(p: argparse.ArgumentParser, sub: bool) -> None:
@@ -27,7 +34,7 @@ def _add_agent_flags(p: argparse.ArgumentParser, sub: bool) -> None:
     p.add_argument("-r", "--resume", metavar="ID", help="continue a session by id, id prefix or title", **d)
     p.add_argument("-c", "--continue", dest="continue_last", action="store_true",
                    help="continue the most recent cli session", **dflag)
-    p.add_argument("--max-turns", type=int, metavar="N", help="cap on model calls per message", **d)
+    p.add_argument("--max-turns", type=_positive_int, metavar="N", help="cap on model calls per message", **d)
     p.add_argument("--yolo", action="store_true", help="run dangerous commands without asking", **dflag)
     p.add_argument("--debug", action="store_true", help="verbose logs and full tracebacks", **dflag)
 
@@ -126,6 +133,9 @@ def dispatch(args: argparse.Namespace) -> int:
     cfg = _load_config()
     from hermes_cli import oneshot
 
+    for text in (quiet_msg, query):
+        if text is not None and not text.strip():
+            raise ValueError("the message is empty; give the question after -q or -z")
     if quiet_msg is not None:
         return oneshot.run(args, cfg, quiet_msg, quiet=True)
     if query is not None:

@@ -13,13 +13,7 @@ from typing import Any, Optional, TextIO
 
 
 from agent.messages import content_text as _content_text
-from hermes_cli.agent_factory import CommandError
-
-
-def open_db() -> Any:
-    from hermes_state import SessionDB
-
-    return SessionDB()
+from hermes_cli.agent_factory import CommandError, open_db
 
 
 def fmt_time(ts: Optional[float]) -> str:

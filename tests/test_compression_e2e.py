@@ -282,3 +282,16 @@ def test_lock_held_by_another_live_process_defers_a_413_softly(make_agent, fake_
         holder.wait()
     fake_provider.handler = lambda body: text(SUMMARY) if is_summary_request(body) else text("through now")
     assert agent.run_conversation("and now?")["final_response"] == "through now"
+
+
+def test_auxiliary_key_from_the_env_file_is_used(make_agent, fake_provider, hermes_home, monkeypatch):
+    from tests.fake_provider import FakeProvider
+
+    with FakeProvider(default=text(SUMMARY)) as aux:
+        write_config(hermes_home, f"auxiliary:\n  compression:\n    base_url: {aux.base_url}\n")
+        (hermes_home / ".env").write_text("HERMES_AUX_COMPRESSION_API_KEY=aux-from-env-123\n")
+        monkeypatch.setenv("HERMES_AUX_COMPRESSION_API_KEY", "")  # so teardown removes what .env loads
+        monkeypatch.delenv("HERMES_AUX_COMPRESSION_API_KEY")
+        sid = seeded_session(10, size=300)
+        assert make_agent(session_id=sid).compress()["compressed"]
+        assert aux.request_headers[0]["authorization"] == "Bearer aux-from-env-123"

@@ -31,9 +31,9 @@ def hermes_env(fp=None, **extra: str) -> dict[str, str]:
 
 
 def run_hermes(*args: str, env: dict[str, str], input: Optional[str] = None,  # noqa: A002
-               timeout: float = 90) -> subprocess.CompletedProcess:
+               timeout: float = 90, cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "hermes_cli.main", *args], env=env, input=input or "",
-                          capture_output=True, text=True, timeout=timeout, cwd=str(ROOT))
+                          capture_output=True, text=True, timeout=timeout, cwd=str(cwd or ROOT))
 
 
 @pytest.fixture

@@ -56,6 +56,16 @@ def test_secret_goes_to_env_file_and_is_masked(hermes_home):
     assert _mode(envfile) == 0o600
 
 
+def test_only_real_secrets_go_to_env(hermes_home):
+    env = hermes_env()
+    assert run_hermes("config", "set", "compression.threshold_tokens", "5000", env=env).returncode == 0
+    assert yaml.safe_load((hermes_home / "config.yaml").read_text()) == {"compression": {"threshold_tokens": 5000}}
+    assert run_hermes("config", "get", "compression.threshold_tokens", env=env).stdout == "5000\n"
+    assert run_hermes("config", "set", "auxiliary.compression.api_key", SECRET, env=env).returncode == 0
+    assert f"HERMES_AUX_COMPRESSION_API_KEY={SECRET}" in (hermes_home / ".env").read_text()
+    assert SECRET not in (hermes_home / "config.yaml").read_text()
+
+
 def test_setup_non_interactive_then_doctor(fake_provider, hermes_home):
     env = hermes_env()  # no OPENAI_* in the environment: setup must be what configures it
     res = run_hermes("setup", "--non-interactive", "--provider", "custom", "--base-url", fake_provider.base_url,

@@ -31,10 +31,13 @@ def test_unconfigured_hermes_answers_on_the_embedded_model(hermes_home):
     assert len(notices) == 1 and "hermes setup" in notices[0] and "OPENAI_BASE_URL" in notices[0]
 
 
-def test_embedded_model_makes_a_real_tool_call(hermes_home):
+def test_embedded_model_makes_a_real_tool_call(hermes_home, tmp_path):
     # one model call: the grammar-constrained handler emits the call, the terminal tool really runs it
+    # (in a scratch directory: the 135M model picks the command's arguments itself)
+    work = tmp_path / "work"
+    work.mkdir()
     res = run_hermes("chat", "-q", "Run the shell command: echo hello", "-t", "terminal", "--yolo",
-                     "--max-turns", "1", env=hermes_env(), timeout=240)
+                     "--max-turns", "1", env=hermes_env(), timeout=240, cwd=work)
     assert "Traceback" not in res.stderr
     # the tiny model picks its own arguments (sometimes a workdir that does not exist): what is pinned
     # here is that a grammar-valid call came out and really ran, not that the command succeeded

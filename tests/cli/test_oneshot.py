@@ -114,9 +114,23 @@ def test_junk_config_is_one_line_exit_2(hermes, hermes_home, fake_provider):
     assert res.returncode == 2
     assert "compression.threshold" in res.stderr and res.stderr.count("\n") == 1
 
+    (hermes_home / "config.yaml").write_bytes(b"model: \xff\xfe\n")
+    res = hermes("-z", "hi")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "UTF-8" in res.stderr
+
 
 def test_debug_shows_the_traceback(hermes, hermes_home):
     (hermes_home / "config.yaml").write_text("- just\n- a list\n")
     res = hermes("-z", "hi", "--debug")
     assert res.returncode == 2
     assert "Traceback" in res.stderr and "hermes: error:" in res.stderr
+
+
+def test_bad_turn_limits_and_empty_messages_are_refused(hermes, fake_provider):
+    for args in (("-z", "hi", "--max-turns", "0"), ("-z", "hi", "--max-turns", "-1"), ("-z", "hi", "--max-turns", "x")):
+        res = hermes(*args)
+        assert res.returncode == 2 and "--max-turns" in res.stderr, (args, res.stderr)
+    res = hermes("-z", "   ")
+    assert res.returncode == 1 and res.stderr.strip().splitlines() == [
+        "hermes: error: the message is empty; give the question after -q or -z"]
+    assert fake_provider.requests == []
