@@ -66,13 +66,26 @@ class _Redact(logging.Filter):
         super().__init__()
         self.secrets = [s for s in secrets_ if s and len(s) >= 6]
 
+    def redact(self, text: str) -> str:
+        for s in self.secrets:
+            text = text.replace(s, "***")
+        return text
+
     def filter(self, record: logging.LogRecord) -> bool:
         msg = record.getMessage()
         if any(s in msg for s in self.secrets):
-            for s in self.secrets:
-                msg = msg.replace(s, "***")
-            record.msg, record.args = msg, None
+            record.msg, record.args = self.redact(msg), None
+        # a traceback is text too: format it here, redacted, so handlers print this instead
+        if record.exc_info and not record.exc_text:
+            record.exc_text = _TRACEBACKS.formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self.redact(record.stack_info)
         return True
+
+
+_TRACEBACKS = logging.Formatter()
 
 
 def _setup_logging(secrets_: list[str], verbose: bool) -> tuple[Path, list[logging.Handler]]:
@@ -176,12 +189,16 @@ async def _serve(args: argparse.Namespace, cfg: Any) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    load_env_file()
     try:
-        cfg = load_config()
-    except ConfigError as exc:
+        return _run(args)
+    except ConfigError as exc:  # whatever step read the configuration: one line, no traceback
         print(f"hermes gateway: {exc}", file=sys.stderr)
         return 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    load_env_file()
+    cfg = load_config()
     hermes_home().mkdir(parents=True, exist_ok=True)
     current = read_status()
     if current and current.get("state") in ("running", "draining") and int(current.get("pid", 0)) != os.getpid():
@@ -199,6 +216,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         rc = asyncio.run(_serve(args, cfg))
     except Exception as exc:  # startup errors (bad address, key missing on a public host): one clear line
+        handlers[-1].setLevel(logging.CRITICAL)  # the console gets the line below, not a log record too
         log.error("gateway failed: %s", exc)
         print(f"hermes gateway: {exc}", file=sys.stderr)
         _write_status(state="stopped", error=str(exc))

@@ -3,52 +3,45 @@
 Why it is shaped like this:
 - ``AIAgent.run_conversation`` is synchronous, so turns run in a thread pool while the event loop
   keeps every platform responsive.
-- Each session key has a FIFO ``asyncio.Lock``; a message's task takes it before anything else, so
-  turns of one chat run strictly in arrival order and never overlap (busy policy ``queue``), or the
-  running turn is interrupted first (``interrupt``). Replies are sent while the lock is held so they
-  arrive in order too.
-- The three endings of SPEC §7 are handled in ``_react``: deferred keeps everything, exhausted binds
-  the key to a fresh session, any other failure keeps the session with the user's message persisted.
+- Runtime state (the lock, the cached agent) belongs to a *session id*, not to a key: several keys
+  may name one session (an API header naming a session id, a ``previous_response_id`` chain next to a
+  named conversation), and they must share one lock and one agent, or one session would run two turns
+  at once and a cached agent would miss the other key's exchanges.
+- A message first takes its key's FIFO lock (so one chat's messages keep their arrival order while
+  the key is resolved to its session), then the session's lock. Turns of one session never overlap
+  (busy policy ``queue``), or the running turn is interrupted first (``interrupt``). Replies are sent
+  while the locks are held so they arrive in order too.
+- SPEC §7 reactions live in ``gateway.reactions``; slash commands in ``gateway.commands``.
+- Every agent the runner lets go is ``close()``d: it owns a provider client with a connection pool.
 - On shutdown nothing already received is lost: running turns get a bounded drain, then anything
   still queued or running is written to the store as the user's message.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Optional
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Awaitable, Callable, Optional
 
 from gateway.access import AccessControl
+from gateway.commands import HELP_TEXT, command, format_usage  # noqa: F401 - re-exported
 from gateway.platforms.base import MessageEvent, PlatformAdapter
-from gateway.sessions import SessionMap, key_for_event
+from gateway.reactions import SOFT_DEFERRED, TurnOutcome, react, short_error  # noqa: F401 - re-exported
+from gateway.sessions import SessionMap, key_for_event, new_session_id, platform_of
 
 log = logging.getLogger("gateway.runner")
 
 AgentFactory = Callable[..., Any]  # (session_id=, platform=, model=) -> AIAgent-like
 
-SOFT_DEFERRED = ("Compression is already running for this conversation, so I couldn't answer just now. "
-                 "Nothing was lost; your next message will go through.")
-HELP_TEXT = ("Commands: /new (fresh session), /usage (tokens and context), /compress [focus], "
-             "/model [name], /stop (interrupt the running turn), /help")
-
-
-@dataclass
-class TurnOutcome:
-    """What a turn produced, after the gateway's reaction to it."""
-
-    kind: str  # "ok" | "deferred" | "exhausted" | "failed" | "interrupted"
-    text: str
-    session_id: str
-    result: dict[str, Any] = field(default_factory=dict)
-    new_session_id: Optional[str] = None
-
 
 @dataclass
 class _Request:
     text: str
+    key: Optional[str] = None  # None: a stateless API request
+    user_id: Optional[str] = None
     system_message: Optional[str] = None
     conversation_history: Optional[list[dict[str, Any]]] = None
     stream_callback: Optional[Callable[[str], None]] = None
@@ -60,26 +53,49 @@ class _Request:
 
 
 class _Session:
-    def __init__(self, key: str) -> None:
-        self.key = key
+    """Runtime state of one session id."""
+
+    def __init__(self, sid: str, platform: str = "api_server") -> None:
+        self.sid = sid
+        self.platform = platform
         self.lock = asyncio.Lock()
         self.agent: Any = None
-        self.agent_session: Optional[str] = None
         self.running: Optional[_Request] = None
-        self.tasks = 0  # spawned and not finished; a session with tasks is never evicted
-        self.waiting: list[_Request] = []
-        self.model: Optional[str] = None
+        self.holders = 0  # waiting for or holding the lock; a held state is never evicted
+        self.moved_to: Optional[str] = None  # rotated: its keys now lead to this session
         self.last_used = time.monotonic()
-        self.user_id: Optional[str] = None
+
+
+class _KeyLocks:
+    """One FIFO lock per key, alive only while someone waits for or holds it."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        lock, users = self._locks.setdefault(key, (asyncio.Lock(), [0]))
+        users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                self._locks.pop(key, None)
 
 
 async def _noop_reply(_text: str) -> None:
     return None
 
 
-def short_error(result: dict[str, Any]) -> str:
-    err = str(result.get("error") or result.get("final_response") or "unknown error").strip()
-    return (err.splitlines() or ["unknown error"])[0][:300]
+def close_agent(agent: Any) -> None:
+    close = getattr(agent, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception as exc:
+            log.debug("closing an agent: %s", exc)
 
 
 def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFactory:
@@ -116,8 +132,12 @@ class GatewayRunner:
         self.typing_interval = typing_interval
         self.pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="turn")
         self.accepting = False
-        self._states: dict[str, _Session] = {}
+        self._states: dict[str, _Session] = {}  # session id -> state
+        self._key_sid: dict[str, str] = {}  # key -> the session it last ran in (for /stop, interrupts)
+        self._key_locks = _KeyLocks()
+        self._pending: list[_Request] = []  # received and not started yet, in arrival order
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.models: dict[str, str] = {}  # key -> model chosen with /model
         self.turns_completed = 0
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -141,15 +161,15 @@ class GatewayRunner:
             _, pending = await asyncio.wait(pending, timeout=drain_timeout)
         if pending:
             log.warning("%d turn(s) still running after the drain; interrupting and persisting", len(pending))
+            for req in self._pending:
+                req.abandoned = True
             for st in self._states.values():
-                for req in st.waiting:
-                    req.abandoned = True
                 if st.running is not None and st.agent is not None:
                     self._interrupt(st.agent, "gateway shutting down")
             _, pending = await asyncio.wait(pending, timeout=grace)
-            for st in self._states.values():  # turns stuck in a provider call: keep the user's words
-                if st.running is not None and st.agent_session:
-                    await asyncio.to_thread(self.sessions.ensure_user_message, st.agent_session, st.running.text,
+            for st in list(self._states.values()):  # turns stuck in a provider call: keep the user's words
+                if st.running is not None:
+                    await asyncio.to_thread(self.sessions.ensure_user_message, st.sid, st.running.text,
                                             st.running.mark)
             await self._persist_abandoned()
         for adapter in self.adapters.values():
@@ -157,15 +177,17 @@ class GatewayRunner:
         late = {t for t in self._tasks if not t.done()}  # stored-only messages delivered during stop()
         if late:
             await asyncio.wait(late, timeout=grace)
+        for st in self._states.values():
+            if st.running is None:  # a turn thread still inside its agent keeps it
+                self.drop_agent(st)
         self.pool.shutdown(wait=False, cancel_futures=True)
         return not pending
 
     async def _persist_abandoned(self) -> None:
-        for st in list(self._states.values()):
-            for req in [r for r in st.waiting if r.abandoned]:
-                sid = await asyncio.to_thread(self.sessions.get_or_create, st.key, st.user_id)
-                await asyncio.to_thread(self.db.append_message, sid, "user", req.text)
-                log.info("persisted an unserved message for %s", st.key)
+        for req in [r for r in self._pending if r.abandoned and r.key is not None]:
+            sid = await asyncio.to_thread(self.sessions.get_or_create, req.key, req.user_id)
+            await asyncio.to_thread(self.db.append_message, sid, "user", req.text)
+            log.info("persisted an unserved message for %s", req.key)
 
     # -- chat platforms --------------------------------------------------------------------------
     async def handle_event(self, event: MessageEvent) -> None:
@@ -174,9 +196,8 @@ class GatewayRunner:
         key = key_for_event(event)
         if not self.accepting:
             if self.access.is_allowed(event.platform, event.user_id) and event.text.strip():
-                st = self._state(key)
-                req = _Request(event.text, persist_only=True)
-                self._spawn(self._chat_turn(st, req, None, event.chat_id, _noop_reply), req, st)
+                req = _Request(event.text, key, event.user_id, persist_only=True)
+                self.spawn(self._chat_turn(req, None, event.chat_id, _noop_reply), req)
             return
         if not self.access.is_allowed(event.platform, event.user_id):
             log.info("refused unknown user %s on %s; pairing code sent", event.user_id, event.platform)
@@ -187,44 +208,36 @@ class GatewayRunner:
             return
         if not event.text.strip():
             return
-        st = self._state(key)
-        st.user_id = event.user_id
 
         async def reply(text: str) -> None:
             if adapter and text:
                 await self._send_long(adapter, event.chat_id, text)
 
-        if event.text.startswith("/") and await self._command(st, event, reply):
+        if event.text.startswith("/") and await command(self, key, event.user_id, event.text, reply):
             return
-        req = _Request(event.text, notify=reply)
-        if st.running is not None and self.busy_policy == "interrupt" and st.agent is not None:
-            self._interrupt(st.agent, event.text)
-        self._spawn(self._chat_turn(st, req, adapter, event.chat_id, reply), req, st)
+        req = _Request(event.text, key, event.user_id, notify=reply)
+        if self.busy_policy == "interrupt":
+            self.stop_turn(key, event.text)
+        self.spawn(self._chat_turn(req, adapter, event.chat_id, reply), req)
 
-    def _spawn(self, coro: Awaitable[Any], req: Optional[_Request], st: _Session) -> asyncio.Task[Any]:
+    def spawn(self, coro: Awaitable[Any], req: Optional[_Request]) -> asyncio.Task[Any]:
         if req is not None:
-            st.waiting.append(req)  # synchronously, so the drain sees it even before the task runs
-        st.tasks += 1
+            self._pending.append(req)  # synchronously, so the drain sees it even before the task runs
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
-
-        def done(t: asyncio.Task[Any]) -> None:
-            self._tasks.discard(t)
-            st.tasks -= 1
-
-        task.add_done_callback(done)
+        task.add_done_callback(self._tasks.discard)
         return task
 
-    async def _chat_turn(self, st: _Session, req: _Request, adapter: Optional[PlatformAdapter], chat_id: str,
+    async def _chat_turn(self, req: _Request, adapter: Optional[PlatformAdapter], chat_id: str,
                          reply: Callable[[str], Awaitable[None]]) -> None:
-        async with st.lock:
+        assert req.key is not None
+        async with self.hold(req.key, req.user_id) as st:
             if req.abandoned:
                 return
             if req.persist_only:  # arrived during the drain: keep it, in order, without a turn
-                st.waiting.remove(req)
-                sid = await asyncio.to_thread(self.sessions.get_or_create, st.key, st.user_id)
-                await asyncio.to_thread(self.db.append_message, sid, "user", req.text)
-                log.info("draining: stored a message for %s without answering it", st.key)
+                self._pending.remove(req)
+                await asyncio.to_thread(self.db.append_message, st.sid, "user", req.text)
+                log.info("draining: stored a message for %s without answering it", req.key)
                 return
             typing = asyncio.ensure_future(self._keep_typing(adapter, chat_id)) if adapter else None
             try:
@@ -251,6 +264,78 @@ class GatewayRunner:
         for piece in split_message(text, adapter.max_message_length):
             await adapter.send(chat_id, piece)
 
+    # -- sessions: key -> session id -> state ----------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def hold(self, key: str, user_id: Optional[str] = None) -> AsyncIterator[_Session]:
+        """The key's session, locked: its FIFO key lock first (arrival order), then the lock of the
+        session the key resolves to, shared with every other key bound to that session."""
+        async with self._key_locks.hold(key):
+            st = await self._acquire(key, user_id)
+            try:
+                yield st
+            finally:
+                st.last_used = time.monotonic()
+                st.lock.release()
+                self._let_go(st)
+
+    async def _acquire(self, key: str, user_id: Optional[str]) -> _Session:
+        while True:
+            sid = await asyncio.to_thread(self.sessions.get_or_create, key, user_id)
+            st = self._states.get(sid)
+            if st is None:
+                st = self._states[sid] = _Session(sid, platform_of(key))
+            st.holders += 1
+            try:
+                await st.lock.acquire()
+            except BaseException:
+                self._let_go(st)
+                raise
+            if st.moved_to is None:
+                self._key_sid[key] = sid
+                return st
+            moved_to = st.moved_to  # rotated while we waited: follow the conversation to its new session
+            st.lock.release()
+            self._let_go(st)
+            if await asyncio.to_thread(self.sessions.lookup, key) == sid:
+                await asyncio.to_thread(self.db.bind_session_key, key, moved_to)
+
+    def _let_go(self, st: _Session) -> None:
+        st.holders -= 1
+        if st.holders == 0 and (st.agent is None or st.moved_to) and self._states.get(st.sid) is st:
+            del self._states[st.sid]  # nothing cached: the state is rebuilt on demand
+
+    def live_state(self, key: str) -> Optional[_Session]:
+        sid = self._key_sid.get(key)
+        return self._states.get(sid) if sid else None
+
+    def stop_turn(self, key: str, message: Optional[str] = None) -> bool:
+        """Interrupt the turn running in the key's session; False when nothing runs there."""
+        st = self.live_state(key)
+        if st is None or st.running is None or st.agent is None:
+            return False
+        self._interrupt(st.agent, message)
+        return True
+
+    async def rotate(self, st: _Session, key: str, reason: str, user_id: Optional[str]) -> tuple[Optional[str], str]:
+        """A fresh session for ``key`` and every key sharing ``st``; the caller holds ``st``."""
+        old, new = await asyncio.to_thread(self.sessions.rotate, key, reason, user_id, st.sid)
+        st.moved_to = new
+        self.drop_agent(st)
+        return old, new
+
+    def drop_agent(self, st: _Session) -> None:
+        agent, st.agent = st.agent, None
+        if agent is not None:
+            close_agent(agent)
+
+    async def agent_for(self, st: _Session, key: Optional[str]) -> Any:
+        if st.agent is None:
+            platform = platform_of(key) if key else st.platform
+            model = self.models.get(key) if key else None
+            st.agent = await asyncio.get_running_loop().run_in_executor(
+                self.pool, lambda: self.agent_factory(session_id=st.sid, platform=platform, model=model))
+        return st.agent
+
     # -- turns (shared by chats and the API server) ------------------------------------------------
     async def run_turn(self, key: Optional[str], text: str, *, platform: str = "api_server",
                        system_message: Optional[str] = None,
@@ -258,52 +343,48 @@ class GatewayRunner:
                        stream_callback: Optional[Callable[[str], None]] = None) -> TurnOutcome:
         """One turn for ``key`` (a persistent session), or a throwaway session when ``key`` is None.
         The turn runs to completion even if the caller goes away (e.g. an HTTP client disconnects)."""
-        req = _Request(text, system_message, conversation_history, stream_callback)
+        req = _Request(text, key, None, system_message, conversation_history, stream_callback)
         if key is None:
-            st = _Session(f"{platform}:stateless")
-            task = self._spawn(self._stateless(st, req, platform), None, st)
+            task = self.spawn(self._stateless(req, platform), None)
         else:
-            st = self._state(key)
-
             async def locked() -> TurnOutcome:
-                async with st.lock:
+                async with self.hold(key) as st:
                     if req.abandoned:
-                        return TurnOutcome("failed", "The gateway is shutting down; your message was saved.", "")
+                        return TurnOutcome("failed", "The gateway is shutting down; your message was saved.", st.sid)
                     return await self._run_locked(st, req)
 
-            task = self._spawn(locked(), req, st)
+            task = self.spawn(locked(), req)
         return await asyncio.shield(task)
 
-    async def _stateless(self, st: _Session, req: _Request, platform: str) -> TurnOutcome:
-        from gateway.sessions import new_session_id
-
-        sid = new_session_id()
-        st.agent = await asyncio.get_running_loop().run_in_executor(
-            self.pool, lambda: self.agent_factory(session_id=sid, platform=platform))
-        st.agent_session = sid
-        return await self._run_locked(st, req, stateless=True)
+    async def _stateless(self, req: _Request, platform: str) -> TurnOutcome:
+        st = _Session(new_session_id(), platform)
+        try:
+            return await self._run_locked(st, req, stateless=True)
+        finally:
+            self.drop_agent(st)  # nobody will use it again: release its connections now
 
     async def _run_locked(self, st: _Session, req: _Request, stateless: bool = False) -> TurnOutcome:
-        """Run one turn; the caller holds ``st.lock``."""
+        """Run one turn; the caller holds ``st.lock`` (or owns ``st`` outright when stateless)."""
         loop = asyncio.get_running_loop()
-        if req in st.waiting:
-            st.waiting.remove(req)
+        if req in self._pending:
+            self._pending.remove(req)
         st.running, req.started = req, True
         st.last_used = time.monotonic()
+        who = req.key or st.sid
         result: dict[str, Any]
         try:
-            agent = st.agent if stateless else await self._agent_for(st)
-            sid = st.agent_session or ""
+            if not stateless:
+                req.mark = await asyncio.to_thread(self.sessions.mark, st.sid)
+            agent = await self.agent_for(st, req.key)
 
             def on_status(kind: str, message: str) -> None:
                 """Warnings (a failed summary, a cooldown) reach the chat; the rest only the log."""
-                log.info("%s: %s: %s", st.key, kind, message)
+                log.info("%s: %s: %s", who, kind, message)
                 if kind == "warning" and req.notify is not None:
                     asyncio.run_coroutine_threadsafe(req.notify(f"⚠ {message}"), loop)
 
             def call() -> Any:
                 agent.status_callback = on_status
-                req.mark = self.sessions.mark(sid)
                 return agent.run_conversation(req.text, system_message=req.system_message,
                                               conversation_history=req.conversation_history,
                                               stream_callback=req.stream_callback)
@@ -312,82 +393,29 @@ class GatewayRunner:
             if not isinstance(result, dict):
                 result = {"failed": True, "error": f"agent returned {type(result).__name__}"}
         except Exception as exc:
-            log.exception("turn for %s raised", st.key)
+            log.exception("turn for %s raised", who)
             result = {"failed": True, "completed": False, "error": f"{type(exc).__name__}: {exc}"}
         finally:
             st.running = None
             st.last_used = time.monotonic()
-        outcome = await self._react(st, req, result, stateless)
+        outcome = await react(self, st, req, result, stateless)
         self.turns_completed += 1
         self._evict_idle()
         return outcome
 
-    async def _react(self, st: _Session, req: _Request, result: dict[str, Any], stateless: bool) -> TurnOutcome:
-        """SPEC §7: deferred keeps everything; exhausted resets the chat; other failures keep the session."""
-        sid = str(result.get("session_id") or st.agent_session or "")
-        if result.get("compression_deferred"):
-            log.info("%s: compression deferred (lock held elsewhere); session %s kept", st.key, sid)
-            await asyncio.to_thread(self.sessions.ensure_user_message, sid, req.text, req.mark)
-            return TurnOutcome("deferred", str(result.get("final_response") or SOFT_DEFERRED), sid, result)
-        if result.get("compression_exhausted"):
-            why = short_error(result)
-            if stateless:
-                return TurnOutcome("exhausted", why, sid, result)
-            old, new = await asyncio.to_thread(self.sessions.rotate, st.key, "compression_exhausted", st.user_id)
-            st.agent, st.agent_session = None, None
-            log.warning("%s: compression exhausted; session %s -> %s", st.key, old, new)
-            text = ("This conversation grew too long to compress any further, so I've started a fresh session. "
-                    f"The previous one is kept and searchable (session {old}). Reason: {why}")
-            return TurnOutcome("exhausted", text, new, result, new_session_id=new)
-        if result.get("interrupted"):
-            return TurnOutcome("interrupted", str(result.get("final_response") or ""), sid, result)
-        if result.get("failed"):
-            log.warning("%s: turn failed: %s", st.key, short_error(result))
-            if sid:
-                try:
-                    await asyncio.to_thread(self.sessions.ensure_user_message, sid, req.text, req.mark)
-                except Exception as exc:
-                    log.error("%s: could not persist the user's message: %s", st.key, exc)
-            st.agent = None  # reload a consistent history from the store next time
-            return TurnOutcome("failed", f"Sorry, that failed: {short_error(result)}. Your message is saved; "
-                                         "please try again.", sid, result)
-        # a stop without an answer (max_iterations) explains itself in ``error``
-        return TurnOutcome("ok", str(result.get("final_response") or result.get("error") or ""), sid, result)
-
-    async def _agent_for(self, st: _Session) -> Any:
-        if st.agent is not None and st.agent_session:
-            return st.agent  # the key's binding only changes through this runner (rotate drops the agent)
-        sid = await asyncio.to_thread(self.sessions.get_or_create, st.key, st.user_id)
-        if st.agent is None or st.agent_session != sid:
-            platform = st.key.split(":", 1)[0]
-            st.agent = await asyncio.get_running_loop().run_in_executor(
-                self.pool, lambda: self.agent_factory(session_id=sid, platform=platform, model=st.model))
-            st.agent_session = sid
-        return st.agent
-
-    def has_session(self, key: str) -> bool:
-        """True when the key has a live agent here (its binding is then already known)."""
-        st = self._states.get(key)
-        return st is not None and st.agent is not None
-
-    def _state(self, key: str) -> _Session:
-        st = self._states.get(key)
-        if st is None:
-            st = self._states[key] = _Session(key)
-        return st
-
     def _evict_idle(self) -> None:
         """Keep at most ``max_cached_agents`` live agents; the least recently used idle ones go."""
-        if len(self._states) <= self.max_cached_agents:
-            return
+        if len(self._key_sid) > 4 * (len(self._states) + 256):
+            self._key_sid = {k: sid for k, sid in self._key_sid.items() if sid in self._states}
         live = [s for s in self._states.values() if s.agent is not None]
         if len(live) <= self.max_cached_agents:
             return
-        idle = sorted((s for s in live if s.tasks == 0 and s.running is None and not s.lock.locked()),
+        idle = sorted((s for s in live if s.holders == 0 and s.running is None and not s.lock.locked()),
                       key=lambda s: s.last_used)
         for st in idle[: len(live) - self.max_cached_agents]:
-            st.agent = None
-            self._states.pop(st.key, None)
+            self.drop_agent(st)
+            self._states.pop(st.sid, None)
+        self._key_sid = {k: sid for k, sid in self._key_sid.items() if sid in self._states}
 
     @staticmethod
     def _interrupt(agent: Any, message: Optional[str]) -> None:
@@ -395,63 +423,3 @@ class GatewayRunner:
             agent.interrupt(message)
         except Exception as exc:
             log.warning("interrupt failed: %s", exc)
-
-    # -- slash commands --------------------------------------------------------------------------
-    async def _command(self, st: _Session, event: MessageEvent, reply: Callable[[str], Awaitable[None]]) -> bool:
-        """Handle a gateway command; False means 'not ours', and the text goes to the agent."""
-        name, _, arg = event.text.strip().partition(" ")
-        name, arg = name.lower(), arg.strip()
-        if name == "/help":
-            await reply(HELP_TEXT)
-        elif name == "/stop":
-            if st.running is not None and st.agent is not None:
-                self._interrupt(st.agent, None)
-                await reply("Stopping the current turn.")
-            else:
-                await reply("Nothing is running.")
-        elif name == "/model":
-            if arg:
-                st.model = arg
-                if st.agent is not None:
-                    st.agent.model = arg
-                await reply(f"Model for this chat set to {arg}.")
-            else:
-                current = getattr(st.agent, "model", None) or st.model or getattr(self.agent_factory, "default_model", "?")
-                await reply(f"Current model: {current}. Use /model <name> to change it.")
-        elif name in ("/new", "/reset", "/usage", "/compress"):
-            self._spawn(self._locked_command(st, name, arg, reply), None, st)
-        else:
-            return False
-        return True
-
-    async def _locked_command(self, st: _Session, name: str, arg: str, reply: Callable[[str], Awaitable[None]]) -> None:
-        async with st.lock:  # after any queued turn of this chat, never during one
-            loop = asyncio.get_running_loop()
-            if name in ("/new", "/reset"):
-                old, new = await asyncio.to_thread(self.sessions.rotate, st.key, "new_session", st.user_id)
-                st.agent, st.agent_session = None, None
-                await reply(f"Started a new session ({new}). The previous one is kept and searchable.")
-            elif name == "/usage":
-                agent = await self._agent_for(st)
-                await reply(format_usage(await loop.run_in_executor(self.pool, agent.usage), st.agent_session))
-            else:
-                agent = await self._agent_for(st)
-                try:
-                    res = await loop.run_in_executor(self.pool, lambda: agent.compress(arg or None))
-                except Exception as exc:
-                    await reply(f"Compression failed: {exc}")
-                    return
-                if res.get("deferred"):
-                    await reply("Compression is already running for this conversation; try again shortly.")
-                else:
-                    await reply(str(res.get("message") or f"Compressed: {res.get('before_tokens')} -> "
-                                                          f"{res.get('after_tokens')} tokens."))
-
-
-def format_usage(u: dict[str, Any], session_id: Optional[str]) -> str:
-    fill = float(u.get("context_fill") or 0.0)
-    return (f"Session {session_id}\n"
-            f"Tokens: {u.get('prompt_tokens', 0)} prompt + {u.get('completion_tokens', 0)} completion "
-            f"= {u.get('total_tokens', 0)} over {u.get('api_calls', 0)} API call(s)\n"
-            f"Context: {u.get('context_tokens', 0)} / {u.get('context_length', '?')} tokens ({fill:.0%}), "
-            f"compactions: {u.get('compactions', 0)}")

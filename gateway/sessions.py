@@ -38,6 +38,9 @@ def key_for_event(event: MessageEvent) -> str:
     return session_key(event.platform, event.chat_type, event.chat_id, event.user_id, event.thread_id)
 
 
+RESPONSE_KEY_PREFIX = "api_server:response:"
+
+
 def platform_of(key: str) -> str:
     return key.split(":", 1)[0]
 
@@ -63,16 +66,40 @@ class SessionMap:
             return sid
         return self._bind_new(key, user_id)
 
-    def rotate(self, key: str, reason: str, user_id: Optional[str] = None) -> tuple[Optional[str], str]:
-        """Start a fresh session for the key; the old one is ended (kept, searchable). -> (old, new)."""
-        old = self.lookup(key)
+    def rotate(self, key: str, reason: str, user_id: Optional[str] = None,
+               old: Optional[str] = None) -> tuple[Optional[str], str]:
+        """Start a fresh session for the key; the old one is ended (kept, searchable). Every other key
+        that continued the old session (an API header naming it, a response chain) moves along, so no
+        key is left pointing at an ended conversation. -> (old, new)."""
+        old = old or self.lookup(key)
         new = self._bind_new(key, user_id, parent=old)
         if old:
+            for other in self.keys_for(old):
+                if not other.startswith(RESPONSE_KEY_PREFIX):  # a response id records where it was made
+                    self.db.bind_session_key(other, new)
             try:
                 self.db.end_session(old, reason)
             except Exception as exc:  # ending is bookkeeping; the reset itself already happened
                 log.warning("could not mark session %s ended: %s", old, exc)
         return old, new
+
+    def keys_for(self, session_id: str) -> list[str]:
+        """Every key bound to the session. SessionDB has no public reverse lookup yet, so this reads
+        the ``session_keys`` table through its locked read helper."""
+        try:
+            rows = self.db._read("SELECT key FROM session_keys WHERE session_id = ?", (session_id,))
+        except Exception as exc:
+            log.warning("could not list the keys of session %s: %s", session_id, exc)
+            return []
+        return [str(r[0]) for r in rows]
+
+    def owned_by_chat(self, session_id: str, chat_platforms: Any = ()) -> bool:
+        """True when a chat platform key is bound to the session, or a chat platform made it: such a
+        transcript is private to that chat and the API server must not continue it."""
+        if any(platform_of(k) != "api_server" for k in self.keys_for(session_id)):
+            return True
+        row = self.db.get_session(session_id) or {}
+        return row.get("source") in set(chat_platforms)
 
     def _bind_new(self, key: str, user_id: Optional[str], parent: Optional[str] = None) -> str:
         sid = self.db.create_session(new_session_id(), source=platform_of(key), user_id=user_id,

@@ -19,11 +19,15 @@ from typing import Any, Optional
 
 from aiohttp import web
 
+from gateway.sessions import RESPONSE_KEY_PREFIX
+
 log = logging.getLogger("gateway.api_server")
 
 DEFAULT_HOST, DEFAULT_PORT, DEFAULT_MAX_BODY = "127.0.0.1", 8642, 1 << 20
 MODEL_ID = "hermes-agent"
 SESSION_HEADER = "X-Hermes-Session-Id"
+ROLES = ("system", "developer", "user", "assistant", "tool")
+INTERRUPTED = "The turn was interrupted before it finished; retry shortly."
 
 
 class APIServerConfigError(Exception):
@@ -32,9 +36,11 @@ class APIServerConfigError(Exception):
 
 class APIError(Exception):
     def __init__(self, status: int, message: str, type_: str = "invalid_request_error",
-                 code: Optional[str] = None, param: Optional[str] = None) -> None:
+                 code: Optional[str] = None, param: Optional[str] = None,
+                 headers: Optional[dict[str, str]] = None) -> None:
         super().__init__(message)
         self.status, self.message, self.type, self.code, self.param = status, message, type_, code, param
+        self.headers = headers
 
 
 def error_response(status: int, message: str, type_: str = "invalid_request_error", code: Optional[str] = None,
@@ -63,6 +69,42 @@ def _text_of(content: Any) -> str:
 
 def _usage(result: dict[str, Any]) -> tuple[int, int]:
     return int(result.get("prompt_tokens") or 0), int(result.get("completion_tokens") or 0)
+
+
+def _check_roles(items: list[dict[str, Any]], param: str, required: bool) -> None:
+    for n, item in enumerate(items):
+        role = item.get("role")
+        if (role is not None or required) and role not in ROLES:
+            raise APIError(400, f"{param}[{n}].role must be one of {', '.join(ROLES)}, not {role!r}.", param=param)
+
+
+def _responses_fields(body: dict[str, Any]) -> tuple[Optional[str], Optional[str], bool]:
+    """Validated (previous_response_id, conversation id, store) of a /v1/responses body."""
+    if body.get("instructions") is not None and not isinstance(body["instructions"], str):
+        raise APIError(400, "'instructions' must be a string.", param="instructions")
+    prev, conv, store = body.get("previous_response_id"), body.get("conversation"), body.get("store", True)
+    if isinstance(conv, dict):
+        conv = conv.get("id")
+        if not isinstance(conv, str) or not conv:
+            raise APIError(400, "'conversation' must be a string or an object with a string 'id'.",
+                           param="conversation")
+    if conv is not None and not isinstance(conv, str):
+        raise APIError(400, "'conversation' must be a string or an object with a string 'id'.", param="conversation")
+    if prev is not None and not isinstance(prev, str):
+        raise APIError(400, "'previous_response_id' must be a string.", param="previous_response_id")
+    if store is None:
+        store = True
+    if not isinstance(store, bool):
+        raise APIError(400, "'store' must be a boolean.", param="store")
+    if prev and conv:
+        raise APIError(400, "Use either 'previous_response_id' or 'conversation', not both.",
+                       param="previous_response_id")
+    return prev or None, conv or None, store
+
+
+def _stored_history(db: Any, sid: str) -> list[dict[str, Any]]:
+    """A stored conversation as read-only history for a ``store: false`` continuation."""
+    return [m for m in db.get_active_messages(sid) if m.get("role") != "system"]
 
 
 class APIServer:
@@ -118,7 +160,7 @@ class APIServer:
                                           "shutting_down", headers={"Retry-After": "5"})
             return await handler(request)
         except APIError as exc:
-            return error_response(exc.status, exc.message, exc.type, exc.code, exc.param)
+            return error_response(exc.status, exc.message, exc.type, exc.code, exc.param, exc.headers)
         except web.HTTPException as exc:
             if exc.status < 400:
                 raise
@@ -157,14 +199,20 @@ class APIServer:
             raise APIError(400, f"{SESSION_HEADER} must be printable and at most 200 characters.",
                            param=SESSION_HEADER)
         key = f"api_server:session:{name}"
-        if not self.runner.has_session(key):
-            await asyncio.to_thread(self._adopt_existing, key, name)
+        await asyncio.to_thread(self._adopt_existing, key, name)
         return key
 
     def _adopt_existing(self, key: str, name: str) -> None:
+        """The header names an existing session id: continue it (the runner then shares that session's
+        lock and agent with its other keys) unless a chat owns it: a chat's transcript stays private."""
         db = self.runner.db
-        if db.get_session_for_key(key) is None and db.get_session(name) is not None:
-            db.bind_session_key(key, name)  # the header names an existing session: continue it
+        if db.get_session_for_key(key) is not None or db.get_session(name) is None:
+            return
+        if self.runner.sessions.owned_by_chat(name, self.runner.adapters):
+            raise APIError(403, f"Session '{name}' belongs to a chat platform conversation; the API server "
+                                "cannot continue it. Use another session name.",
+                           code="session_not_allowed", param=SESSION_HEADER)
+        db.bind_session_key(key, name)
 
     # -- routes ----------------------------------------------------------------------------------
     async def _health(self, _request: web.Request) -> web.Response:
@@ -179,8 +227,11 @@ class APIServer:
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
             raise APIError(400, "'messages' must be a non-empty array of message objects.", param="messages")
+        _check_roles(messages, "messages", required=True)
         if messages[-1].get("role") != "user":
             raise APIError(400, "The last message must have role 'user'.", param="messages")
+        if body.get("stream_options") is not None and not isinstance(body["stream_options"], dict):
+            raise APIError(400, "'stream_options' must be an object.", param="stream_options")
         system = "\n\n".join(_text_of(m.get("content")) for m in messages if m.get("role") in ("system", "developer"))
         history = [m for m in messages[:-1] if m.get("role") not in ("system", "developer")]
         user_text = _text_of(messages[-1].get("content"))
@@ -205,6 +256,17 @@ class APIServer:
             raise APIError(500, outcome.text, "server_error", "agent_error")
         if outcome.kind == "exhausted" and key is None:
             raise APIError(400, outcome.text, code="context_length_exceeded", param="messages")
+        if outcome.kind == "interrupted":
+            raise APIError(503, INTERRUPTED, "server_error", "interrupted", headers={"Retry-After": "5"})
+
+    @staticmethod
+    def _stream_error(outcome: Any, key: Optional[str]) -> Optional[dict[str, Any]]:
+        """The SSE error event for an outcome that is not an answer (the stream already said 200)."""
+        if outcome.kind == "failed" or (outcome.kind == "exhausted" and key is None):
+            return {"message": outcome.text, "type": "server_error", "code": "agent_error"}
+        if outcome.kind == "interrupted":
+            return {"message": INTERRUPTED, "type": "server_error", "code": "interrupted"}
+        return None
 
     async def _chat_stream(self, request: web.Request, body: dict[str, Any], key: Optional[str], user_text: str,
                            model: str, kwargs: dict[str, Any]) -> web.StreamResponse:
@@ -237,10 +299,12 @@ class APIServer:
                     if not done:
                         await resp.write(b": keep-alive\n\n")
             outcome = turn.result()
-            if outcome.kind == "failed" or (outcome.kind == "exhausted" and key is None):
-                await send({"error": {"message": outcome.text, "type": "server_error", "code": "agent_error"}})
+            failure = self._stream_error(outcome, key)
+            if failure is not None:
+                await send({"error": failure})
             else:
-                if outcome.text and "".join(streamed) != outcome.text:
+                # the answer usually streamed as the tail (after any text written before tool calls)
+                if outcome.text and not "".join(streamed).endswith(outcome.text):
                     await send(chunk({"content": ("\n\n" if streamed else "") + outcome.text}))
                 await send(chunk({}, "stop"))
                 if (body.get("stream_options") or {}).get("include_usage"):
@@ -252,6 +316,17 @@ class APIServer:
             await resp.write_eof()
         except (ConnectionResetError, asyncio.CancelledError):
             log.info("stream client went away; the turn finishes and is saved anyway")
+        except Exception:
+            if not resp.prepared:
+                raise  # nothing sent yet: the middleware answers with a normal error response
+            log.exception("stream %s failed after it started", cid)
+            try:  # the 200 is out: report in the stream, never with a second HTTP response
+                await send({"error": {"message": "Internal server error.", "type": "server_error",
+                                      "code": "internal_error"}})
+                await send(b"[DONE]")
+                await resp.write_eof()
+            except Exception as exc:
+                log.debug("could not report the failure in the stream: %s", exc)
         return resp
 
     async def _responses(self, request: web.Request) -> web.Response:
@@ -263,35 +338,38 @@ class APIServer:
             raise APIError(400, "'input' must be a string or a non-empty array of input items.", param="input")
         if items[-1].get("role", "user") != "user":
             raise APIError(400, "The last input item must be a user message.", param="input")
+        _check_roles([i for i in items if "role" in i], "input", required=False)
         if body.get("stream"):
             raise APIError(400, "Streaming is not supported on /v1/responses yet; use /v1/chat/completions.",
                            param="stream")
-        prev, conv = body.get("previous_response_id"), body.get("conversation")
-        if isinstance(conv, dict):
-            conv = conv.get("id")
-        if prev and conv:
-            raise APIError(400, "Use either 'previous_response_id' or 'conversation', not both.",
-                           param="previous_response_id")
+        prev, conv, store = _responses_fields(body)
         db, key, history = self.runner.db, None, None
         prior = [{"role": i.get("role", "user"), "content": _text_of(i.get("content"))} for i in items[:-1]]
         if prev:
-            sid = await asyncio.to_thread(db.get_session_for_key, f"api_server:response:{prev}")
+            sid = await asyncio.to_thread(db.get_session_for_key, f"{RESPONSE_KEY_PREFIX}{prev}")
             if sid is None:
                 raise APIError(404, f"Response '{prev}' not found.", code="response_not_found",
                                param="previous_response_id")
-            key = f"api_server:rsession:{sid}"
-            if await asyncio.to_thread(db.get_session_for_key, key) is None:
-                await asyncio.to_thread(db.bind_session_key, key, sid)
+            if store:
+                key = f"api_server:rsession:{sid}"
+                if await asyncio.to_thread(db.get_session_for_key, key) is None:
+                    await asyncio.to_thread(db.bind_session_key, key, sid)
+            else:
+                history = await asyncio.to_thread(_stored_history, db, sid)
         elif conv:
-            key = f"api_server:conversation:{conv}"
-        if key is None and body.get("store", True):
+            if store:
+                key = f"api_server:conversation:{conv}"
+            else:
+                sid = await asyncio.to_thread(db.get_session_for_key, f"api_server:conversation:{conv}")
+                history = await asyncio.to_thread(_stored_history, db, sid) if sid else []
+        if key is None and store:
             from gateway.sessions import new_session_id
 
             sid = await asyncio.to_thread(db.create_session, new_session_id(), source="api_server")
             key = f"api_server:rsession:{sid}"
             await asyncio.to_thread(db.bind_session_key, key, sid)
-        if key is None:
-            history = prior
+        if key is None:  # store: false -> a throwaway turn: no key bound, no response id kept
+            history = (history or []) + prior
         elif prior:  # earlier input items seed a conversation that has nothing yet
             sid = await asyncio.to_thread(self.runner.sessions.get_or_create, key)
             if await asyncio.to_thread(db.max_message_id, sid) is None:
@@ -301,7 +379,7 @@ class APIServer:
         self._raise_for(outcome, key)
         rid = f"resp_{secrets.token_hex(16)}"
         if key is not None:
-            await asyncio.to_thread(db.bind_session_key, f"api_server:response:{rid}", outcome.session_id)
+            await asyncio.to_thread(db.bind_session_key, f"{RESPONSE_KEY_PREFIX}{rid}", outcome.session_id)
         prompt, completion = _usage(outcome.result)
         return web.json_response({
             "id": rid, "object": "response", "created_at": int(time.time()), "status": "completed",

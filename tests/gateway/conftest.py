@@ -15,7 +15,9 @@ from tests.gateway.fake_telegram import FakeTelegram
 
 class Gateway:
     def __init__(self, *, telegram: Optional[FakeTelegram] = None, api: bool = False, api_key: Optional[str] = None,
-                 max_body_bytes: int = 1 << 20, busy_policy: str = "queue") -> None:
+                 max_body_bytes: int = 1 << 20, busy_policy: str = "queue", max_cached_agents: int = 1000,
+                 wrap_factory: Optional[Callable[[Any], Any]] = None) -> None:
+        """``wrap_factory(real_factory) -> factory`` lets a test observe or break agent creation."""
         from gateway.access import AccessControl, PairingStore
         from gateway.platforms.api_server import APIServer
         from gateway.platforms.telegram import TelegramAdapter
@@ -29,9 +31,13 @@ class Gateway:
         adapters = []
         if telegram is not None:
             adapters.append(TelegramAdapter(telegram.token, base_url=telegram.base_url, poll_timeout=1))
-        self.runner = GatewayRunner(session_db=self.db, agent_factory=default_agent_factory(HermesConfig(), self.db),
+        factory = default_agent_factory(HermesConfig(), self.db)
+        if wrap_factory is not None:
+            factory = wrap_factory(factory)
+        self.runner = GatewayRunner(session_db=self.db, agent_factory=factory,
                                     adapters=adapters, access=AccessControl(PairingStore()),
-                                    busy_policy=busy_policy, max_workers=16, typing_interval=0.2)
+                                    busy_policy=busy_policy, max_workers=16, typing_interval=0.2,
+                                    max_cached_agents=max_cached_agents)
         self.api = APIServer(self.runner, "127.0.0.1", 0, key=api_key, max_body_bytes=max_body_bytes) if api else None
         self.call(self._start())
 

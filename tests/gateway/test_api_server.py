@@ -134,3 +134,73 @@ def test_agent_failure_is_500(make_gateway, provider_env):
     assert exc.value.body["type"] == "server_error"
     sid = gw.session_for("api_server:session:failing")
     assert "hi" in [m["content"] for m in gw.db.get_active_messages(sid) if m["role"] == "user"]
+
+
+def _sse_events(url: str, payload: dict) -> tuple[int, list]:
+    """POST and parse the SSE body by hand: (status, [decoded data events, '[DONE]'])."""
+    req = urllib.request.Request(url, data=json.dumps(payload).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        raw = resp.read().decode()
+        status = resp.status
+    events = []
+    for block in raw.split("\n\n"):
+        if block.startswith("data: "):
+            data = block[6:]
+            events.append(data if data == "[DONE]" else json.loads(data))
+    return status, events
+
+
+def test_streamed_text_before_a_tool_call_is_not_repeated(make_gateway, provider_env, hermes_home):
+    from tests.fake_provider import tool_calls
+
+    (hermes_home / "note.txt").write_text("hello\n")
+    provider_env.queue(tool_calls([("read_file", {"path": str(hermes_home / "note.txt")})], content="Let me look."),
+                       text("The file says hello."))
+    gw = make_gateway(api=True)
+    stream = _client(gw).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "what is in note.txt?"}], stream=True)
+    chunks = list(stream)
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert streamed.count("The file says hello.") == 1
+    assert streamed.endswith("The file says hello.")
+    assert chunks[-1].choices[0].finish_reason == "stop"
+
+
+@pytest.mark.parametrize("route,payload,param", [
+    ("chat/completions", {"messages": [{"role": "user", "content": "hi"}], "stream": True, "stream_options": "yes"},
+     "stream_options"),
+    ("chat/completions", {"messages": [{"role": "wizard", "content": "x"}, {"role": "user", "content": "hi"}]},
+     "messages"),
+    ("chat/completions", {"messages": [{"role": "user", "content": "hi"}], "stream_options": ["x"]},
+     "stream_options"),
+    ("responses", {"input": "hi", "instructions": 5}, "instructions"),
+    ("responses", {"input": "hi", "conversation": 12}, "conversation"),
+    ("responses", {"input": "hi", "conversation": {"name": "x"}}, "conversation"),
+    ("responses", {"input": [{"role": "wizard", "content": "x"}, {"role": "user", "content": "hi"}]}, "input"),
+])
+def test_bad_fields_are_400_before_any_turn(make_gateway, provider_env, route, payload, param):
+    gw = make_gateway(api=True)
+    status, body = _post_raw(f"{gw.base_url}/{route}", json.dumps({"model": "m", **payload}).encode())
+    assert status == 400, body
+    assert body["error"]["type"] == "invalid_request_error" and body["error"]["param"] == param
+    assert provider_env.requests == []
+
+
+def test_error_after_the_stream_started_is_an_sse_event(make_gateway, provider_env, monkeypatch):
+    import gateway.platforms.api_server as api_server
+
+    def broken_usage(_result):
+        raise RuntimeError("usage exploded")
+
+    monkeypatch.setattr(api_server, "_usage", broken_usage)
+    provider_env.queue(text("answer before the bug"))
+    gw = make_gateway(api=True)
+    status, events = _sse_events(gw.base_url + "/chat/completions", {
+        "model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True,
+        "stream_options": {"include_usage": True}})
+    assert status == 200
+    errors = [e for e in events if isinstance(e, dict) and "error" in e]
+    assert len(errors) == 1 and errors[0]["error"]["type"] == "server_error"
+    assert "usage exploded" not in json.dumps(errors)
+    assert events[-1] == "[DONE]"

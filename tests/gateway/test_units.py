@@ -123,3 +123,57 @@ def test_gateway_status_and_nothing_to_run(hermes_home, capsys):
     assert "not running" in capsys.readouterr().out
     assert gateway_main(["run"]) == 2
     assert "nothing to run" in capsys.readouterr().err
+
+
+# -- CLI: config errors and log redaction --------------------------------------------------------
+def test_unreadable_config_is_one_line(hermes_home, capsys):
+    (hermes_home / "config.yaml").write_bytes(b"model: \xff\xfe\n")
+    assert gateway_main(["run", "--api-server", "--port", "0"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("hermes gateway:") and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err and "config.yaml" in err
+
+
+def test_config_error_anywhere_in_startup_is_one_line(hermes_home, capsys, monkeypatch):
+    import gateway.cli as cli
+    from agent.config import ConfigError
+
+    def bad(*_a, **_k):
+        raise ConfigError("model.provider 'nope' is not a known provider")
+
+    monkeypatch.setattr(cli, "load_env_file", bad)
+    assert gateway_main(["run", "--api-server", "--port", "0"]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == "hermes gateway: model.provider 'nope' is not a known provider"
+    monkeypatch.setattr(cli, "load_env_file", lambda *a, **k: None)
+    import gateway.runner as runner
+
+    monkeypatch.setattr(runner, "default_agent_factory", bad)  # raised inside the running event loop
+    assert gateway_main(["run", "--api-server", "--port", "0"]) == 1
+    err = capsys.readouterr().err  # (the console log says where the log file is, then the one error line)
+    assert [line for line in err.splitlines() if "nope" in line] == [
+        "hermes gateway: model.provider 'nope' is not a known provider"]
+    assert "Traceback" not in err
+
+
+def test_exception_tracebacks_in_the_log_are_redacted(hermes_home):
+    import logging
+
+    from gateway.cli import _setup_logging
+
+    token = "123456789:AAH-secret-bot-token"
+    path, handlers = _setup_logging([token], verbose=False)
+    try:
+        log = logging.getLogger("gateway.test_redaction")
+        try:
+            raise RuntimeError(f"GET https://api.telegram.org/bot{token}/getUpdates failed")
+        except RuntimeError:
+            log.exception("polling failed")
+        log.error("plain %s", token)
+    finally:
+        for h in handlers:
+            logging.getLogger().removeHandler(h)
+            h.close()
+    content = path.read_text()
+    assert "polling failed" in content and "Traceback" in content and "RuntimeError" in content
+    assert token not in content and "bot***/getUpdates" in content
