@@ -230,6 +230,17 @@ class GatewayRunner:
 
     async def _chat_turn(self, req: _Request, adapter: Optional[PlatformAdapter], chat_id: str,
                          reply: Callable[[str], Awaitable[None]]) -> None:
+        try:
+            await self._chat_turn_locked(req, adapter, chat_id, reply)
+        except Exception as exc:  # e.g. the store failed while resolving the chat's session
+            log.exception("message for %s could not be handled", req.key)
+            if not req.persist_only:
+                with contextlib.suppress(Exception):
+                    await reply(f"Sorry, that failed: {type(exc).__name__}: {exc}. Your message could not be "
+                                "saved; please send it again.")
+
+    async def _chat_turn_locked(self, req: _Request, adapter: Optional[PlatformAdapter], chat_id: str,
+                                reply: Callable[[str], Awaitable[None]]) -> None:
         assert req.key is not None
         async with self.hold(req.key, req.user_id) as st:
             if req.abandoned:
