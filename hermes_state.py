@@ -617,6 +617,11 @@ class SessionDB:
             "ON CONFLICT(key) DO UPDATE SET session_id = excluded.session_id, "
             "updated_at = excluded.updated_at", (key, session_id, time.time())))
 
+    def keys_for_session(self, session_id: str) -> list[str]:
+        """Every gateway key bound to this session (a reset moves them all)."""
+        return [r[0] for r in self._read("SELECT key FROM session_keys WHERE session_id = ? ORDER BY key",
+                                         (session_id,))]
+
     def get_session_for_key(self, key: str) -> Optional[str]:
         rows = self._read("SELECT session_id FROM session_keys WHERE key = ?", (key,))
         return rows[0][0] if rows else None

@@ -84,14 +84,12 @@ class SessionMap:
         return old, new
 
     def keys_for(self, session_id: str) -> list[str]:
-        """Every key bound to the session. SessionDB has no public reverse lookup yet, so this reads
-        the ``session_keys`` table through its locked read helper."""
+        """Every key bound to the session."""
         try:
-            rows = self.db._read("SELECT key FROM session_keys WHERE session_id = ?", (session_id,))
+            return self.db.keys_for_session(session_id)
         except Exception as exc:
             log.warning("could not list the keys of session %s: %s", session_id, exc)
             return []
-        return [str(r[0]) for r in rows]
 
     def owned_by_chat(self, session_id: str, chat_platforms: Any = ()) -> bool:
         """True when a chat platform key is bound to the session, or a chat platform made it: such a

@@ -628,3 +628,12 @@ def test_integrity_check_reports_search_index_drift(db: SessionDB) -> None:
     db.rebuild_search_index()
     assert [h["role"] for h in db.search_messages("ghost")] == ["user"]
     assert db.integrity_check() == ["search index trigger messages_fts_ai is missing"]
+
+
+def test_keys_for_session_lists_every_bound_key(db: SessionDB) -> None:
+    sid = db.create_session("shared")
+    db.bind_session_key("telegram:dm:1", sid)
+    db.bind_session_key("api_server:session:x", sid)
+    db.bind_session_key("telegram:dm:2", db.create_session("other"))
+    assert db.keys_for_session(sid) == ["api_server:session:x", "telegram:dm:1"]
+    assert db.keys_for_session("nobody") == []
