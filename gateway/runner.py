@@ -291,7 +291,9 @@ class GatewayRunner:
 
     async def _acquire(self, key: str, user_id: Optional[str]) -> _Session:
         while True:
-            sid = await asyncio.to_thread(self.sessions.get_or_create, key, user_id)
+            sid = self._key_sid.get(key)  # a key seen before whose session is live: no store round trip
+            if sid is None or sid not in self._states:
+                sid = await asyncio.to_thread(self.sessions.get_or_create, key, user_id)
             st = self._states.get(sid)
             if st is None:
                 st = self._states[sid] = _Session(sid, platform_of(key))

@@ -199,7 +199,8 @@ class APIServer:
             raise APIError(400, f"{SESSION_HEADER} must be printable and at most 200 characters.",
                            param=SESSION_HEADER)
         key = f"api_server:session:{name}"
-        await asyncio.to_thread(self._adopt_existing, key, name)
+        if self.runner.live_state(key) is None:  # bound already when its session is live
+            await asyncio.to_thread(self._adopt_existing, key, name)
         return key
 
     def _adopt_existing(self, key: str, name: str) -> None:
