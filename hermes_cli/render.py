@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from typing import Any, Optional, TextIO
 
 _FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -66,6 +67,7 @@ class Renderer:
         self._mid_line = False  # the answer stream left the cursor after text
         self._live: Any = None  # rich Live showing the streamed reply as markdown (terminals only)
         self._live_text = ""
+        self._live_parsed_at = 0.0
 
     # ---- plumbing -----------------------------------------------------------------------
     @staticmethod
@@ -154,18 +156,24 @@ class Renderer:
         from rich.markdown import Markdown
 
         self._live_text += delta
+        now = time.monotonic()
         if self._live is None:
             from rich.live import Live
 
             self._live = Live(Markdown(self._live_text), console=self.console(self.out), refresh_per_second=8,
                               vertical_overflow="visible")
             self._live.start()
-        else:
+            self._live_parsed_at = now
+        elif now - self._live_parsed_at >= 0.1:  # re-parse at most ~10x a second, not per delta
             self._live.update(Markdown(self._live_text))
+            self._live_parsed_at = now
 
     def _live_stop(self) -> None:
         """Freeze what was streamed so far (a tool line or warning goes below it)."""
         if self._live is not None:
+            from rich.markdown import Markdown
+
+            self._live.update(Markdown(self._live_text))  # the last deltas, whatever the throttle skipped
             self._live.stop()
             self._live = None
             self._live_text = ""
