@@ -204,14 +204,14 @@ class GatewayRunner:
             text = await asyncio.to_thread(self.access.refusal, event.platform, event.user_id,
                                            event.user_name, event.chat_id)
             if adapter:
-                await adapter.send(event.chat_id, text)
+                await adapter.send(event.chat_id, text, thread_id=event.thread_id)
             return
         if not event.text.strip():
             return
 
         async def reply(text: str) -> None:
             if adapter and text:
-                await self._send_long(adapter, event.chat_id, text)
+                await self._send_long(adapter, event.chat_id, text, event.thread_id)
 
         if event.text.startswith("/") and await command(self, key, event.user_id, event.text, reply):
             return
@@ -269,11 +269,12 @@ class GatewayRunner:
         except Exception as exc:
             log.debug("typing indicator failed: %s", exc)
 
-    async def _send_long(self, adapter: PlatformAdapter, chat_id: str, text: str) -> None:
+    async def _send_long(self, adapter: PlatformAdapter, chat_id: str, text: str,
+                         thread_id: Optional[str] = None) -> None:
         from gateway.platforms.telegram import split_message
 
         for piece in split_message(text, adapter.max_message_length):
-            await adapter.send(chat_id, piece)
+            await adapter.send(chat_id, piece, thread_id=thread_id)
 
     # -- sessions: key -> session id -> state ----------------------------------------------------
     @contextlib.asynccontextmanager

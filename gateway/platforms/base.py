@@ -60,8 +60,10 @@ class PlatformAdapter(abc.ABC):
         """Disconnect; messages already received keep being delivered until this returns."""
 
     @abc.abstractmethod
-    async def send(self, chat_id: str, text: str, *, reply_to: Optional[str] = None) -> Optional[str]:
-        """Send one message (already within ``max_message_length``); returns its id when known."""
+    async def send(self, chat_id: str, text: str, *, reply_to: Optional[str] = None,
+                   thread_id: Optional[str] = None) -> Optional[str]:
+        """Send one message (already within ``max_message_length``), into ``thread_id`` (a topic) when
+        given; returns its id when known."""
 
     async def edit(self, chat_id: str, message_id: str, text: str) -> None:
         """Replace a sent message's text; platforms without edits may leave this a no-op."""

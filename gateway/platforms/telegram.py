@@ -136,14 +136,16 @@ class TelegramAdapter(PlatformAdapter):
         )
         await self.dispatch(event)
 
-    async def send(self, chat_id: str, text: str, *, reply_to: Optional[str] = None) -> Optional[str]:
+    async def send(self, chat_id: str, text: str, *, reply_to: Optional[str] = None,
+                   thread_id: Optional[str] = None) -> Optional[str]:
         from telegram.error import RetryAfter, TelegramError
 
         if self._app is None:
             return None
         for attempt in range(3):
             try:
-                sent = await self._app.bot.send_message(chat_id=int(chat_id), text=text)
+                sent = await self._app.bot.send_message(
+                    chat_id=int(chat_id), text=text, message_thread_id=int(thread_id) if thread_id else None)
                 return str(sent.message_id)
             except RetryAfter as exc:
                 import asyncio

@@ -72,7 +72,7 @@ class FakeTelegram:
 
     # -- scripting --------------------------------------------------------------------------
     def push_message(self, chat_id: int, user_id: int, text: str, *, chat_type: str = "private",
-                     username: Optional[str] = None) -> int:
+                     username: Optional[str] = None, thread_id: Optional[int] = None) -> int:
         """Queue an incoming user message; returns its update_id."""
         with self._cond:
             chat: dict[str, Any] = {"id": chat_id, "type": chat_type}
@@ -84,6 +84,8 @@ class FakeTelegram:
                 "message_id": self._next_message, "date": int(time.time()), "chat": chat, "text": text,
                 "from": {"id": user_id, "is_bot": False, "first_name": f"user{user_id}",
                          "username": username or f"user{user_id}"}}}
+            if thread_id is not None:  # a message in a forum topic
+                update["message"].update(message_thread_id=thread_id, is_topic_message=True)
             if text.startswith("/"):
                 update["message"]["entities"] = [{"type": "bot_command", "offset": 0,
                                                   "length": len(text.split(" ")[0])}]

@@ -212,3 +212,14 @@ def test_a_failed_summary_is_told_to_the_chat_once(tg, provider_env):
     sid = gw.session_for(f"telegram:dm:{CHAT}")
     stored = [m["content"] for m in gw.db.get_messages(sid, include_inactive=True) if m["role"] == "user"]
     assert all(any(s.startswith(f"message {i} ") for s in stored) for i in range(8))
+
+
+def test_replies_in_a_forum_topic_go_back_to_that_topic(tg, provider_env):
+    gw, fake = tg
+    group, topic = -100777, 42
+    provider_env.queue(text("answer in the topic"))
+    fake.push_message(group, USER, "question in a topic", chat_type="supergroup", thread_id=topic)
+    assert fake.wait_for_sent(group) == ["answer in the topic"]
+    sent = [p for p in fake.calls_of("sendMessage") if int(p["chat_id"]) == group]
+    assert int(sent[0]["message_thread_id"]) == topic
+    assert gw.session_for(f"telegram:thread:{group}:{topic}:{USER}") is not None
