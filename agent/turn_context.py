@@ -52,7 +52,7 @@ def build_turn(agent: Any, user_message: str, system_message: Optional[str],
     if system_message:
         system_prompt = f"{system_prompt}\n\n{system_message}" if system_prompt else system_message
     messages.append({"role": "user", "content": user_message})
-    # the user message is written while the first request is in flight (see AIAgent._call_model_api);
+    # the user message is written just before the first request goes out (AIAgent._call_model_api), and
     # every ending path persists too, so it is never lost
     return TurnState(agent=agent, messages=messages, system_prompt=system_prompt, user_message=user_message,
                      task_id=task_id, stream_callback=stream_callback)
