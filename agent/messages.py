@@ -185,11 +185,3 @@ def content_text(content: Any, placeholders: bool = False) -> str:
 def message_text(msg: dict) -> str:
     """The plain text of a message's content (text parts joined; images omitted)."""
     return content_text(msg.get("content"))
-
-
-def last_index_of_role(messages: list[dict], role: str) -> int:
-    """Index of the last message with ``role``, or -1."""
-    for i in range(len(messages) - 1, -1, -1):
-        if messages[i].get("role") == role:
-            return i
-    return -1
