@@ -99,6 +99,7 @@ class AIAgent:
         self.status_callback = status_callback
         self.approval_callback = approval_callback
         self.tool_delay = 0.0
+        self.origin: Optional[dict] = None  # set by a surface: the chat a turn comes from (cron's "origin")
         self._use_prompt_caching = False
 
         self.tools: list[dict] = get_tool_definitions(enabled_toolsets=enabled_toolsets,
@@ -257,8 +258,10 @@ class AIAgent:
             self._tool_ctx = ToolContext(cwd=self.cwd, session_id=self.session_id, approval_callback=self.approval_callback,
                                          yolo=self.yolo, interrupt_event=self._interrupt_event,
                                          timeout=self.config.terminal.timeout,
-                                         max_output_chars=self.config.terminal.max_output_chars)
+                                         max_output_chars=self.config.terminal.max_output_chars,
+                                         config=self.config, platform=self.platform, agent=self)
         ctx = self._tool_ctx
+        ctx.session_db, ctx.origin = self.session_db, self.origin
         ctx.yolo, ctx.approval_callback, ctx.session_id = self.yolo, self.approval_callback, self.session_id
         return ctx
 
@@ -355,6 +358,8 @@ class AIAgent:
                          stream_callback: Optional[Callable[[str], None]] = None) -> dict:
         """One user turn: preflight, then call/tools until a final answer (SPEC §2, §6)."""
         self._interrupt_event.clear()
+        if self._tool_ctx is not None:
+            self._tool_ctx.turn = {}
         state = build_turn(self, user_message, system_message, conversation_history, task_id, stream_callback)
         try:
             preflight_compress(self, state)

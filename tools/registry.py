@@ -45,6 +45,13 @@ class ToolContext:
     max_output_chars: int = 50_000
     timeout: int = 180
     approval_lock: threading.Lock = field(default_factory=threading.Lock)  # one question at a time
+    # What tools beyond shell and files need (memory, search, skills, cron, delegation):
+    session_db: Any = None  # the agent's SessionDB (None when the store is unavailable)
+    config: Any = None  # the agent's HermesConfig
+    platform: str = "cli"  # cli, telegram, api_server, cron, subagent, ...
+    agent: Any = None  # the owning AIAgent, opaque to tools except delegation
+    origin: dict | None = None  # the chat a gateway turn came from: {platform, chat_id, thread_id}
+    turn: dict = field(default_factory=dict)  # per-turn scratch (failure caps); reset every turn
 
     def __post_init__(self) -> None:
         self.cwd = Path(self.cwd).expanduser()
