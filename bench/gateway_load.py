@@ -34,6 +34,8 @@ from typing import Optional
 import aiohttp
 
 REPO = Path(__file__).resolve().parents[1]
+BENCH_KEY = "bench-api-key-0123456789abcdef"  # the API server always requires a key
+AUTH = {"Authorization": f"Bearer {BENCH_KEY}"}
 
 
 def _spawn(args: list[str], env: dict[str, str], ready_prefix: str) -> tuple[subprocess.Popen[str], str]:
@@ -105,7 +107,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                            env, "READY")
         procs.append(fp)
         provider = ready.split()[1]
-        gw_env = dict(env, OPENAI_BASE_URL=provider, OPENAI_API_KEY="bench", HERMES_MODEL="fake-model")
+        gw_env = dict(env, OPENAI_BASE_URL=provider, OPENAI_API_KEY="bench", HERMES_MODEL="fake-model",
+                      API_SERVER_KEY=BENCH_KEY)
         gw, ready = _spawn([sys.executable, "-m", "gateway.cli", "run", "--api-server", "--port", "0"], gw_env,
                            "READY gateway")
         procs.append(gw)
@@ -115,7 +118,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         base_lat: list[float] = []
         errors: list[str] = []
         asyncio.run(_drive(provider + "/chat/completions", [f"p{i}" for i in range(args.sessions)], 1, base_lat, errors))
-        asyncio.run(_drive(url, ["warmup"], 1, [], errors))
+        asyncio.run(_drive(url, ["warmup"], 1, [], errors, headers=AUTH))
 
         ideal = args.sessions / args.delay
         print(f"sessions={args.sessions} rounds={args.rounds} provider_delay={args.delay:.1f}s "
@@ -126,7 +129,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             first: list[float] = []
             cpu0, t0 = cpu_seconds(gw.pid), time.perf_counter()
             asyncio.run(_drive(url, [f"{spread}-{i}" for i in range(args.sessions)], args.rounds, lat, errors,
-                               spread=spread, first=first))
+                               headers=AUTH, spread=spread, first=first))
             elapsed = time.perf_counter() - t0 - spread * (args.sessions - 1) / args.sessions
             cpu = cpu_seconds(gw.pid) - cpu0
             added = [(x - args.delay) * 1000 for x in lat]
@@ -145,7 +148,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 
         time.sleep(1.0)
         rss0 = rss_mb(gw.pid)
-        asyncio.run(_drive(url, [f"idle{i}" for i in range(args.idle_sessions)], 1, [], errors))
+        asyncio.run(_drive(url, [f"idle{i}" for i in range(args.idle_sessions)], 1, [], errors, headers=AUTH))
         time.sleep(1.0)
         rss1 = rss_mb(gw.pid)
 

@@ -12,6 +12,7 @@ import json
 import logging
 import logging.handlers
 import os
+import secrets
 import signal
 import sys
 import time
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from agent.config import ConfigError, hermes_home, load_config, load_env_file
+from agent.home import create_private_file, ensure_home, ensure_private_dir, write_env_var
 
 log = logging.getLogger("gateway")
 _TRUE = {"1", "true", "yes", "on"}
@@ -88,13 +90,20 @@ class _Redact(logging.Filter):
 _TRACEBACKS = logging.Formatter()
 
 
+class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """Every log file (the first and each one after a rollover) is created 0600."""
+
+    def _open(self) -> Any:
+        create_private_file(Path(self.baseFilename))
+        return super()._open()
+
+
 def _setup_logging(secrets_: list[str], verbose: bool) -> tuple[Path, list[logging.Handler]]:
-    logs = hermes_home() / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
+    logs = ensure_private_dir(hermes_home() / "logs")
     path = logs / "gateway.log"
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     redact = _Redact(secrets_)
-    file_handler = logging.handlers.RotatingFileHandler(path, maxBytes=5 << 20, backupCount=3, encoding="utf-8")
+    file_handler = _PrivateRotatingFileHandler(path, maxBytes=5 << 20, backupCount=3, encoding="utf-8")
     console = logging.StreamHandler(sys.stderr)
     root = logging.getLogger()
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
@@ -110,6 +119,30 @@ def _setup_logging(secrets_: list[str], verbose: bool) -> tuple[Path, list[loggi
 def _section(gw: dict[str, Any], name: str) -> dict[str, Any]:
     value = gw.get(name)
     return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[str]:
+    """A config list given as a YAML list or a comma-separated string."""
+    if isinstance(value, (list, tuple, set)):
+        return [str(v).strip() for v in value if str(v).strip()]
+    return [v.strip() for v in str(value or "").split(",") if v.strip()]
+
+
+def _api_enabled(args: argparse.Namespace, api_cfg: dict[str, Any]) -> bool:
+    return bool(args.api_server or os.environ.get("API_SERVER_ENABLED", "").lower() in _TRUE
+                or api_cfg.get("enabled"))
+
+
+def _configured_key(api_cfg: dict[str, Any]) -> Optional[str]:
+    return os.environ.get("API_SERVER_KEY") or api_cfg.get("key") or api_cfg.get("api_key") or None
+
+
+def ensure_api_key(api_cfg: dict[str, Any]) -> Optional[Path]:
+    """The API server always needs a key: with none configured, generate a strong one into
+    ``HERMES_HOME/.env`` (mode 600, other lines kept) and return that file; None when one was set."""
+    if _configured_key(api_cfg):
+        return None
+    return write_env_var("API_SERVER_KEY", secrets.token_urlsafe(32))
 
 
 def _ids(value: Any) -> set[str]:
@@ -134,7 +167,7 @@ async def _serve(args: argparse.Namespace, cfg: Any) -> int:
 
         adapters.append(TelegramAdapter(token, base_url=env.get("TELEGRAM_BASE_URL") or tg_cfg.get("base_url"),
                                         poll_timeout=float(tg_cfg.get("poll_timeout", 10))))
-    api_on = args.api_server or env.get("API_SERVER_ENABLED", "").lower() in _TRUE or bool(api_cfg.get("enabled"))
+    api_on = _api_enabled(args, api_cfg)
     allowed = {"*": _ids(gw.get("allowed_users")), "telegram": _ids(tg_cfg.get("allowed_users"))}
     runner = GatewayRunner(
         session_db=db, agent_factory=default_agent_factory(cfg, db), adapters=adapters,
@@ -146,8 +179,9 @@ async def _serve(args: argparse.Namespace, cfg: Any) -> int:
         api = APIServer(runner, host=args.host or env.get("API_SERVER_HOST") or api_cfg.get("host") or DEFAULT_HOST,
                         port=int(args.port if args.port is not None else
                                  env.get("API_SERVER_PORT") or api_cfg.get("port") or DEFAULT_PORT),
-                        key=env.get("API_SERVER_KEY") or api_cfg.get("key") or api_cfg.get("api_key"),
-                        max_body_bytes=int(api_cfg.get("max_body_bytes", DEFAULT_MAX_BODY)))
+                        key=_configured_key(api_cfg), max_body_bytes=int(api_cfg.get("max_body_bytes", DEFAULT_MAX_BODY)),
+                        allowed_hosts=_list(api_cfg.get("allowed_hosts")),
+                        cors_origins=_list(api_cfg.get("cors_origins")))
     if not adapters and api is None:
         print("hermes gateway: nothing to run. Enable the API server (API_SERVER_ENABLED=true or "
               "`--api-server`) or set TELEGRAM_BOT_TOKEN.", file=sys.stderr)
@@ -199,7 +233,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     load_env_file()
     cfg = load_config()
-    hermes_home().mkdir(parents=True, exist_ok=True)
+    ensure_home()
     current = read_status()
     if current and current.get("state") in ("running", "draining") and int(current.get("pid", 0)) != os.getpid():
         print(f"hermes gateway: already running (pid {current['pid']}); stop it first.", file=sys.stderr)
@@ -208,11 +242,16 @@ def _run(args: argparse.Namespace) -> int:
                                                  "OPENROUTER_API_KEY")]
     gw = dict(cfg.gateway or {})
     tg, api = _section(gw, "telegram"), _section(gw, "api_server")
+    key_file = ensure_api_key(api) if _api_enabled(args, api) else None
+    secrets_.append(os.environ.get("API_SERVER_KEY", ""))
     secrets_ += [str(v or "") for v in (tg.get("token"), tg.get("bot_token"), api.get("key"), api.get("api_key"),
                                         cfg.model.api_key)]
     logfile, handlers = _setup_logging(secrets_, args.verbose)
     pid_path().write_text(f"{os.getpid()}\n", encoding="utf-8")
     log.info("logging to %s", logfile)
+    if key_file is not None:
+        log.warning("API server: generated an API key and saved it as API_SERVER_KEY in %s (mode 600); "
+                    "clients send it as 'Authorization: Bearer <key>'", key_file)
     try:
         rc = asyncio.run(_serve(args, cfg))
     except Exception as exc:  # startup errors (bad address, key missing on a public host): one clear line

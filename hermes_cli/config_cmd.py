@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from agent.config import (ConfigError, config_path, env_path, hermes_home,
+from agent.config import (ConfigError, config_path, env_path,
                           parse_config, read_raw_config)
+from agent.home import ensure_home, write_env_var  # noqa: F401 - write_env_var is re-exported
 
 # Dotted keys that hold secrets -> the environment variable the runtime reads them from.
 SECRET_KEYS = {
@@ -115,38 +116,6 @@ def write_config(data: dict, path: Optional[Path] = None) -> Path:
     return p
 
 
-def _quote_env(value: str) -> str:
-    if re.fullmatch(r"[A-Za-z0-9_./:@+=,-]*", value):
-        return value
-    if "'" not in value:
-        return f"'{value}'"
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def write_env_var(name: str, value: str, path: Optional[Path] = None) -> Path:
-    """Set NAME=value in .env (replacing an earlier line), file mode 600 from the first byte."""
-    p = path or env_path()
-    p.parent.mkdir(parents=True, exist_ok=True)
-    lines = p.read_text(encoding="utf-8").splitlines() if p.is_file() else []
-    line = f"{name}={_quote_env(value)}"
-    pat = re.compile(rf"^\s*(export\s+)?{re.escape(name)}\s*=")
-    replaced = False
-    for i, old in enumerate(lines):
-        if pat.match(old):
-            lines[i] = line
-            replaced = True
-    if not replaced:
-        lines.append(line)
-    tmp = p.with_name(".env.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, p)
-    os.environ[name] = value
-    return p
-
-
 def read_env_file() -> dict[str, str]:
     p = env_path()
     if not p.is_file():
@@ -232,7 +201,7 @@ def cmd_path(out=sys.stdout) -> int:
 def run(args: Any) -> int:
     """Dispatch `hermes config <action>` from parsed arguments."""
     action = getattr(args, "config_action", None) or "show"
-    hermes_home().mkdir(parents=True, exist_ok=True)
+    ensure_home()
     if action == "show":
         return cmd_show()
     if action == "get":

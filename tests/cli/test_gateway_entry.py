@@ -11,7 +11,7 @@ from tests.cli.conftest import ROOT, hermes_env, run_hermes
 from tests.fake_provider import text
 
 
-def test_hermes_gateway_run_serves_the_openai_sdk_and_stops_on_sigterm(fake_provider):
+def test_hermes_gateway_run_serves_the_openai_sdk_and_stops_on_sigterm(fake_provider, hermes_home):
     env = hermes_env(fake_provider)
     fake_provider.queue(text("served through the gateway"))
     proc = subprocess.Popen([sys.executable, "-m", "hermes_cli.main", "gateway", "run", "--api-server", "--port", "0"],
@@ -22,7 +22,10 @@ def test_hermes_gateway_run_serves_the_openai_sdk_and_stops_on_sigterm(fake_prov
         api = line.split("api=")[1].strip()
         status = run_hermes("gateway", "status", env=env)
         assert status.returncode == 0 and "running" in status.stdout
-        client = OpenAI(base_url=api + "/v1", api_key="unused", max_retries=0)
+        from dotenv import dotenv_values
+
+        key = dotenv_values(hermes_home / ".env")["API_SERVER_KEY"]  # generated on first start
+        client = OpenAI(base_url=api + "/v1", api_key=key, max_retries=0)
         reply = client.chat.completions.create(model="hermes-agent", messages=[{"role": "user", "content": "hi"}])
         assert reply.choices[0].message.content == "served through the gateway"
     finally:

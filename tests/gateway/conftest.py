@@ -4,7 +4,15 @@ adapter pointed at ``FakeTelegram``. Agents talk to ``FakeProvider`` through OPE
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
 import threading
+import urllib.request
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 import pytest
@@ -13,10 +21,16 @@ from agent.config import HermesConfig
 from tests.gateway.fake_telegram import FakeTelegram
 
 
+REPO = Path(__file__).resolve().parents[2]
+SESSION = "X-Hermes-Session-Id"
+API_KEY = "test-api-key-0123456789"  # the in-process API server's key (it always requires one)
+
+
 class Gateway:
-    def __init__(self, *, telegram: Optional[FakeTelegram] = None, api: bool = False, api_key: Optional[str] = None,
+    def __init__(self, *, telegram: Optional[FakeTelegram] = None, api: bool = False, api_key: str = API_KEY,
                  max_body_bytes: int = 1 << 20, busy_policy: str = "queue", max_cached_agents: int = 1000,
-                 wrap_factory: Optional[Callable[[Any], Any]] = None) -> None:
+                 wrap_factory: Optional[Callable[[Any], Any]] = None,
+                 api_options: Optional[dict[str, Any]] = None) -> None:
         """``wrap_factory(real_factory) -> factory`` lets a test observe or break agent creation."""
         from gateway.access import AccessControl, PairingStore
         from gateway.platforms.api_server import APIServer
@@ -38,7 +52,9 @@ class Gateway:
                                     adapters=adapters, access=AccessControl(PairingStore()),
                                     busy_policy=busy_policy, max_workers=16, typing_interval=0.2,
                                     max_cached_agents=max_cached_agents)
-        self.api = APIServer(self.runner, "127.0.0.1", 0, key=api_key, max_body_bytes=max_body_bytes) if api else None
+        self.api_key = api_key
+        self.api = APIServer(self.runner, "127.0.0.1", 0, key=api_key, max_body_bytes=max_body_bytes,
+                             **(api_options or {})) if api else None
         self.call(self._start())
 
     async def _start(self) -> None:
@@ -99,3 +115,76 @@ def make_gateway(provider_env: Any) -> Callable[..., Gateway]:
     yield make
     for gw in made:
         gw.stop()
+
+
+class GatewayProcess:
+    """``python -m gateway.cli run`` as a real subprocess. Without ``API_SERVER_KEY`` in ``env_extra``
+    the gateway generates its key into ``HERMES_HOME/.env``; ``self.key`` is read from there."""
+
+    def __init__(self, home: Path, provider_url: str, *extra: str, api: bool = True, **env_extra: str) -> None:
+        env = dict(os.environ, HERMES_HOME=str(home), OPENAI_BASE_URL=provider_url, OPENAI_API_KEY="test-key",
+                   HERMES_MODEL="fake-model", PYTHONPATH=str(REPO), **env_extra)
+        flags = ["--api-server", "--port", "0"] if api else []
+        self.home = home
+        self.proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "run", *flags, *extra],
+                                     cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines: "queue.Queue[str]" = queue.Queue()
+        self.stderr: list[str] = []
+        threading.Thread(target=lambda: [lines.put(x) for x in self.proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+        threading.Thread(target=lambda: [self.stderr.append(x) for x in self.proc.stderr], daemon=True).start()  # type: ignore[union-attr]
+        line = lines.get(timeout=60)
+        assert line.startswith("READY"), line
+        self.api = line.split("api=")[1].strip() if api else ""
+        self.url = self.api + "/v1/chat/completions" if api else ""
+        self.key = env_extra.get("API_SERVER_KEY") or self._key_from_env_file() if api else ""
+
+    def _key_from_env_file(self) -> str:
+        from dotenv import dotenv_values
+
+        return str(dotenv_values(self.home / ".env").get("API_SERVER_KEY") or "")
+
+    @property
+    def port(self) -> int:
+        return int(self.api.rsplit(":", 1)[1])
+
+    def post_async(self, content: str, session: str) -> "queue.Queue[object]":
+        out: "queue.Queue[object]" = queue.Queue()
+
+        def run() -> None:
+            req = urllib.request.Request(self.url, method="POST", data=json.dumps(
+                {"model": "m", "messages": [{"role": "user", "content": content}]}).encode(),
+                headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.key}",
+                         SESSION: session})
+            try:
+                with urllib.request.urlopen(req, timeout=60) as resp:
+                    out.put(json.loads(resp.read()))
+            except Exception as exc:  # noqa: BLE001 - the test inspects it
+                out.put(exc)
+
+        threading.Thread(target=run, daemon=True).start()
+        return out
+
+    def terminate_and_wait(self) -> int:
+        if self.proc.poll() is not None:
+            return self.proc.returncode
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=60)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+
+@pytest.fixture
+def gateway_process(hermes_home: Path, fake_provider: Any) -> Callable[..., GatewayProcess]:
+    """Start gateway subprocesses against ``fake_provider``; each is stopped (SIGTERM) afterwards."""
+    started: list[GatewayProcess] = []
+
+    def start(*extra: str, **env_extra: str) -> GatewayProcess:
+        proc = GatewayProcess(hermes_home, fake_provider.base_url, *extra, **env_extra)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.terminate_and_wait()

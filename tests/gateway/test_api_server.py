@@ -9,6 +9,7 @@ import openai
 import pytest
 
 from tests.fake_provider import error, text
+from tests.gateway.conftest import API_KEY
 
 SESSION = "X-Hermes-Session-Id"
 
@@ -17,13 +18,14 @@ def _contents(body: dict) -> list[str]:
     return [m.get("content") for m in body["messages"] if m.get("role") in ("user", "assistant")]
 
 
-def _client(gw, key: str = "none") -> openai.OpenAI:
-    return openai.OpenAI(base_url=gw.base_url, api_key=key, max_retries=0, timeout=30)
+def _client(gw, key: str | None = None) -> openai.OpenAI:
+    return openai.OpenAI(base_url=gw.base_url, api_key=key or gw.api_key, max_retries=0, timeout=30)
 
 
 def _post_raw(url: str, data: bytes, headers: dict | None = None) -> tuple[int, dict]:
     req = urllib.request.Request(url, data=data, method="POST",
-                                 headers={"Content-Type": "application/json", **(headers or {})})
+                                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {API_KEY}",
+                                          **(headers or {})})
     try:
         with urllib.request.urlopen(req, timeout=30) as resp:
             return resp.status, json.loads(resp.read())
@@ -139,7 +141,7 @@ def test_agent_failure_is_500(make_gateway, provider_env):
 def _sse_events(url: str, payload: dict) -> tuple[int, list]:
     """POST and parse the SSE body by hand: (status, [decoded data events, '[DONE]'])."""
     req = urllib.request.Request(url, data=json.dumps(payload).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
+                                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {API_KEY}"})
     with urllib.request.urlopen(req, timeout=30) as resp:
         raw = resp.read().decode()
         status = resp.status
@@ -188,12 +190,12 @@ def test_bad_fields_are_400_before_any_turn(make_gateway, provider_env, route, p
 
 
 def test_error_after_the_stream_started_is_an_sse_event(make_gateway, provider_env, monkeypatch):
-    import gateway.platforms.api_server as api_server
+    import gateway.platforms.api_server.chat as chat
 
     def broken_usage(_result):
         raise RuntimeError("usage exploded")
 
-    monkeypatch.setattr(api_server, "_usage", broken_usage)
+    monkeypatch.setattr(chat, "usage_of", broken_usage)
     provider_env.queue(text("answer before the bug"))
     gw = make_gateway(api=True)
     status, events = _sse_events(gw.base_url + "/chat/completions", {

@@ -17,7 +17,7 @@ def _contents(body: dict) -> list[str]:
 
 
 def _client(gw) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gw.base_url, api_key="none", max_retries=0, timeout=30)
+    return openai.OpenAI(base_url=gw.base_url, api_key=gw.api_key, max_retries=0, timeout=30)
 
 
 def test_conversation_and_previous_response_share_one_history(make_gateway, provider_env):

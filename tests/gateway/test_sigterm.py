@@ -1,61 +1,13 @@
 """SIGTERM during a turn, against ``python -m gateway.cli run`` as a real subprocess: nothing received is lost."""
 from __future__ import annotations
 
-import json
-import os
-import queue
-import signal
-import subprocess
-import sys
-import threading
-import urllib.request
 from pathlib import Path
 
 from gateway.cli import gateway_main
 from hermes_state import SessionDB
-from tests.gateway.fake_telegram import FakeTelegram
 from tests.fake_provider import slow, text
-
-REPO = Path(__file__).resolve().parents[2]
-SESSION = "X-Hermes-Session-Id"
-
-
-class GatewayProcess:
-    def __init__(self, home: Path, provider_url: str, *extra: str, api: bool = True, **env_extra: str) -> None:
-        env = dict(os.environ, HERMES_HOME=str(home), OPENAI_BASE_URL=provider_url, OPENAI_API_KEY="test-key",
-                   HERMES_MODEL="fake-model", PYTHONPATH=str(REPO), **env_extra)
-        flags = ["--api-server", "--port", "0"] if api else []
-        self.proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "run", *flags, *extra],
-                                     cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        lines: "queue.Queue[str]" = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(x) for x in self.proc.stdout], daemon=True).start()  # type: ignore[union-attr]
-        line = lines.get(timeout=60)
-        assert line.startswith("READY"), line
-        self.url = line.split("api=")[1].strip() + "/v1/chat/completions" if api else ""
-
-    def post_async(self, content: str, session: str) -> "queue.Queue[object]":
-        out: "queue.Queue[object]" = queue.Queue()
-
-        def run() -> None:
-            req = urllib.request.Request(self.url, method="POST", data=json.dumps(
-                {"model": "m", "messages": [{"role": "user", "content": content}]}).encode(),
-                headers={"Content-Type": "application/json", SESSION: session})
-            try:
-                with urllib.request.urlopen(req, timeout=60) as resp:
-                    out.put(json.loads(resp.read()))
-            except Exception as exc:  # noqa: BLE001 - the test inspects it
-                out.put(exc)
-
-        threading.Thread(target=run, daemon=True).start()
-        return out
-
-    def terminate_and_wait(self) -> int:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=60)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
+from tests.gateway.conftest import GatewayProcess
+from tests.gateway.fake_telegram import FakeTelegram
 
 
 def _transcript(home: Path, session: str) -> list[tuple[str, str]]:

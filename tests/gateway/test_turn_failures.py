@@ -17,7 +17,7 @@ USER, CHAT = 1001, 1001
 
 
 def _client(gw) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gw.base_url, api_key="none", max_retries=0, timeout=30)
+    return openai.OpenAI(base_url=gw.base_url, api_key=gw.api_key, max_retries=0, timeout=30)
 
 
 def _user_texts(gw, sid):
@@ -134,7 +134,7 @@ def test_interrupted_turn_is_503(make_gateway, provider_env):
     stopper = _interrupt_when_running(gw, provider_env, "api_server:session:i")
     req = urllib.request.Request(gw.base_url + "/chat/completions", method="POST", data=json.dumps(
         {"model": "m", "messages": [{"role": "user", "content": "slow one"}]}).encode(),
-        headers={"Content-Type": "application/json", SESSION: "i"})
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {gw.api_key}", SESSION: "i"})
     with pytest.raises(urllib.error.HTTPError) as exc:
         urllib.request.urlopen(req, timeout=60)
     stopper.join(30)

@@ -110,12 +110,13 @@ def test_pairing_cli(hermes_home, capsys):
 
 
 # -- API server guard rails --------------------------------------------------------------------
-def test_refuses_public_host_without_key():
+def test_api_server_always_needs_a_key():
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5")
-    with pytest.raises(APIServerConfigError, match="API_SERVER_KEY"):
-        APIServer(runner=None, host="0.0.0.0", port=0)
-    APIServer(runner=None, host="0.0.0.0", port=0, key="k")  # with a key it may listen publicly
+    for host in ("127.0.0.1", "0.0.0.0"):
+        with pytest.raises(APIServerConfigError, match="API_SERVER_KEY"):
+            APIServer(runner=None, host=host, port=0)
+    APIServer(runner=None, host="0.0.0.0", port=0, key="k" * 32)  # with a key it may listen publicly
 
 
 def test_gateway_status_and_nothing_to_run(hermes_home, capsys):

@@ -1,0 +1,117 @@
+"""``POST /v1/chat/completions``: plain JSON and SSE.
+
+Stateless by default: the client sends the whole history and the last user message is the turn's
+input (nothing is stored). With ``X-Hermes-Session-Key`` (or ``-Id``) the server keeps the history.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from typing import Any, Optional
+
+from aiohttp import web
+
+from gateway.platforms.api_server import session_headers
+from gateway.platforms.api_server.outcomes import raise_for, stream_error
+from gateway.platforms.api_server.sse import SSEWriter, TurnFeed
+from gateway.platforms.api_server.wire import (MODEL_ID, APIError, check_roles, read_json, text_of,
+                                               usage_of)
+
+log = logging.getLogger("gateway.api_server")
+
+
+def parse_chat(body: dict[str, Any]) -> tuple[str, Optional[str], list[dict[str, Any]]]:
+    """(user text, system text, prior history) of a chat completions body; 400 on bad fields."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+        raise APIError(400, "'messages' must be a non-empty array of message objects.", param="messages")
+    check_roles(messages, "messages", required=True)
+    if messages[-1].get("role") != "user":
+        raise APIError(400, "The last message must have role 'user'.", param="messages")
+    if body.get("stream_options") is not None and not isinstance(body["stream_options"], dict):
+        raise APIError(400, "'stream_options' must be an object.", param="stream_options")
+    system = "\n\n".join(text_of(m.get("content")) for m in messages
+                         if m.get("role") in ("system", "developer"))
+    history = [m for m in messages[:-1] if m.get("role") not in ("system", "developer")]
+    return text_of(messages[-1].get("content")), system or None, history
+
+
+def register(server: Any) -> None:
+    runner = server.runner
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        body = await read_json(request, server.max_body)
+        user_text, system, history = parse_chat(body)
+        key = await session_headers.resolve(runner, request)
+        model = str(body.get("model") or MODEL_ID)
+        kwargs = dict(system_message=system, conversation_history=None if key else history)
+        if body.get("stream"):
+            return await _stream(runner, request, body, key, user_text, model, kwargs)
+        outcome = await runner.run_turn(key, user_text, **kwargs)
+        raise_for(outcome, key)
+        prompt, completion = usage_of(outcome.result)
+        return web.json_response({
+            "id": f"chatcmpl-{secrets.token_hex(12)}", "object": "chat.completion", "created": int(time.time()),
+            "model": model, "choices": [{"index": 0, "message": {"role": "assistant", "content": outcome.text},
+                                         "finish_reason": "stop", "logprobs": None}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                      "total_tokens": prompt + completion},
+        }, headers=session_headers.response_headers(outcome.session_id, key))
+
+    server.add_endpoint("chat_completions", "POST", "/v1/chat/completions", chat)
+    server.features.update(chat_completions=True, chat_completions_streaming=True)
+
+
+async def _stream(runner: Any, request: web.Request, body: dict[str, Any], key: Optional[str], user_text: str,
+                  model: str, kwargs: dict[str, Any]) -> web.StreamResponse:
+    feed = TurnFeed(asyncio.get_running_loop())
+    turn = asyncio.ensure_future(runner.run_turn(key, user_text, stream_callback=feed.on_delta, **kwargs))
+    out = SSEWriter(request)
+    cid, created = f"chatcmpl-{secrets.token_hex(12)}", int(time.time())
+
+    def chunk(delta: dict[str, Any], finish: Optional[str] = None) -> dict[str, Any]:
+        return {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    streamed: list[str] = []
+    try:
+        await out.open()
+        await out.send(chunk({"role": "assistant", "content": ""}))
+        async for kind, value in feed.events(turn):
+            if kind == "delta":
+                streamed.append(value)
+                await out.send(chunk({"content": value}))
+            elif kind == "keepalive":
+                await out.comment()
+        outcome = turn.result()
+        failure = stream_error(outcome, key)
+        if failure is not None:
+            await out.send({"error": failure})
+        else:
+            # the answer usually streamed as the tail (after any text written before tool calls)
+            if outcome.text and not "".join(streamed).endswith(outcome.text):
+                await out.send(chunk({"content": ("\n\n" if streamed else "") + outcome.text}))
+            await out.send(chunk({}, "stop"))
+            if (body.get("stream_options") or {}).get("include_usage"):
+                prompt, completion = usage_of(outcome.result)
+                await out.send({"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                                "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                                                         "total_tokens": prompt + completion}})
+        await out.send(b"[DONE]")
+        await out.close()
+    except (ConnectionResetError, asyncio.CancelledError):
+        log.info("stream client went away; the turn finishes and is saved anyway")
+    except Exception:
+        if not out.prepared:
+            raise  # nothing sent yet: the middleware answers with a normal error response
+        log.exception("stream %s failed after it started", cid)
+        try:  # the 200 is out: report in the stream, never with a second HTTP response
+            await out.send({"error": {"message": "Internal server error.", "type": "server_error",
+                                      "code": "internal_error"}})
+            await out.send(b"[DONE]")
+            await out.close()
+        except Exception as exc:
+            log.debug("could not report the failure in the stream: %s", exc)
+    return out.resp

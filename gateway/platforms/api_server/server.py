@@ -1,0 +1,117 @@
+"""The API server: an aiohttp app in front of the runner, assembled from route registrars.
+
+Each concern registers its own routes (``chat``, ``responses``, ``sessions_api``; other features such
+as cron's ``/api/jobs`` through ``APIServer.add_routes``) with ``add_endpoint``, which also lists the
+route in ``GET /v1/capabilities``. Security checks (key, Host, Origin, Content-Type) apply to every
+route through one middleware (``security``), so a registrar writes plain handlers.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Awaitable, Callable, Iterable, Optional
+
+from aiohttp import web
+
+from gateway.platforms.api_server.security import is_loopback, make_middleware
+from gateway.platforms.api_server.wire import MODEL_ID
+
+log = logging.getLogger("gateway.api_server")
+
+DEFAULT_HOST, DEFAULT_PORT, DEFAULT_MAX_BODY = "127.0.0.1", 8642, 1 << 20
+MIN_KEY_CHARS = 16
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+RouteRegistrar = Callable[["APIServer"], None]
+
+
+class APIServerConfigError(Exception):
+    """The API server cannot start with these settings; the message says how to fix them."""
+
+
+class APIServer:
+    name = "api_server"
+
+    def __init__(self, runner: Any, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+                 key: Optional[str] = None, max_body_bytes: int = DEFAULT_MAX_BODY,
+                 allowed_hosts: Iterable[str] = (), cors_origins: Iterable[str] = ()) -> None:
+        if not key:
+            raise APIServerConfigError(
+                "API server: no API key. Set API_SERVER_KEY (or gateway.api_server.key); `hermes gateway "
+                "run` generates one into HERMES_HOME/.env on first start. Clients send it as "
+                "'Authorization: Bearer <key>'.")
+        if len(key) < MIN_KEY_CHARS:
+            log.warning("API_SERVER_KEY is shorter than %d characters; use a long random key",
+                        MIN_KEY_CHARS)
+        self.runner, self.host, self.port, self.max_body = runner, host, port, max_body_bytes
+        self.key = key.encode()
+        self.allowed_hosts = [str(h) for h in allowed_hosts]
+        self.cors_origins = [str(o) for o in cors_origins]
+        self.endpoints: dict[str, dict[str, str]] = {}
+        self.features: dict[str, bool] = {}
+        self._registrars: list[RouteRegistrar] = []
+        self._app: Optional[web.Application] = None
+        self._site_runner: Optional[web.AppRunner] = None
+
+    # -- extension ------------------------------------------------------------------------------
+    def add_routes(self, registrar: RouteRegistrar) -> "APIServer":
+        """Have ``registrar(server)`` add routes (with ``server.add_endpoint``) when the app is built;
+        call before ``start()``. Handlers get the key/Host/Origin/Content-Type checks for free."""
+        self._registrars.append(registrar)
+        return self
+
+    def add_endpoint(self, name: str, method: str, path: str, handler: Handler) -> None:
+        """One route, listed under ``name`` in ``/v1/capabilities``' ``endpoints``."""
+        if self._app is None:
+            raise RuntimeError("add_endpoint is for route registrars (see APIServer.add_routes)")
+        self._app.router.add_route(method, path, handler)
+        self.endpoints[name] = {"method": method, "path": path}
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def app(self) -> web.Application:
+        from gateway.platforms.api_server import builtin_registrars
+
+        self._app = web.Application(middlewares=[make_middleware(self)], client_max_size=self.max_body + 1)
+        self.endpoints, self.features = {}, {}
+        for registrar in [*builtin_registrars(), *self._registrars]:
+            registrar(self)
+        return self._app
+
+    async def start(self) -> None:
+        self._site_runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        await self._site_runner.setup()
+        site = web.TCPSite(self._site_runner, self.host, self.port)
+        await site.start()
+        if self.port == 0:
+            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        log.info("API server listening on http://%s:%d (Bearer key required%s)", self.host, self.port,
+                 "" if is_loopback(self.host) else "; listening beyond loopback")
+
+    async def stop(self) -> None:
+        if self._site_runner is not None:
+            await self._site_runner.cleanup()
+            self._site_runner = None
+
+    # -- what the server offers ------------------------------------------------------------------
+    def capabilities(self) -> dict[str, Any]:
+        """``GET /v1/capabilities`` (SPEC §15): what a client may feature-detect."""
+        return {"object": "hermes.api_server.capabilities", "platform": "hermes-agent", "model": MODEL_ID,
+                "auth": {"type": "bearer", "required": True},
+                "features": dict(self.features), "endpoints": dict(self.endpoints)}
+
+
+def register_basics(server: APIServer) -> None:
+    """``/health``, ``/v1/models``, ``/v1/capabilities``."""
+    async def health(_request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok" if server.runner.accepting else "draining",
+                                  "platform": "hermes"})
+
+    async def models(_request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [
+            {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "hermes"}]})
+
+    async def capabilities(_request: web.Request) -> web.Response:
+        return web.json_response(server.capabilities())
+
+    server.add_endpoint("health", "GET", "/health", health)
+    server.add_endpoint("models", "GET", "/v1/models", models)
+    server.add_endpoint("capabilities", "GET", "/v1/capabilities", capabilities)

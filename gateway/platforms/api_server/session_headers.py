@@ -1,0 +1,78 @@
+"""Which persistent session a request continues: ``X-Hermes-Session-Key`` / ``X-Hermes-Session-Id``.
+
+- ``X-Hermes-Session-Key: NAME`` is a stable name the client chose. It maps to the session's current
+  id, which changes when the session is reset (e.g. compression exhausted); the response says which id
+  served it in ``X-Hermes-Session-Id``. A name never seen before starts a conversation.
+- ``X-Hermes-Session-Id: VALUE`` (the older header) works as before: a name like the key, or the id of
+  an existing session, which is then continued (a chat platform's session excepted: its transcript is
+  private to that chat, so it is visible in the sessions API but never adoptable).
+Both share one namespace (``api_server:session:<name>``), so a client may switch headers.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Optional
+
+from aiohttp import web
+
+from gateway.platforms.api_server.wire import APIError
+
+SESSION_ID_HEADER = "X-Hermes-Session-Id"
+SESSION_KEY_HEADER = "X-Hermes-Session-Key"
+KEY_PREFIX = "api_server:session:"
+MAX_NAME = 200
+
+
+def parse_name(value: Optional[str], header: str) -> Optional[str]:
+    """The header's name, or None when absent; 400 when too long or not printable (pure)."""
+    if value is None:
+        return None
+    name = value.strip()
+    if not name:
+        return None
+    if len(name) > MAX_NAME or not name.isprintable():
+        raise APIError(400, f"{header} must be printable text of at most {MAX_NAME} characters.",
+                       code="invalid_session_key", param=header)
+    return name
+
+
+def session_key_of(request: web.Request) -> tuple[Optional[str], Optional[str]]:
+    """(runner key, header used) from the request headers; (None, None) for a stateless request."""
+    key_name = parse_name(request.headers.get(SESSION_KEY_HEADER), SESSION_KEY_HEADER)
+    id_name = parse_name(request.headers.get(SESSION_ID_HEADER), SESSION_ID_HEADER)
+    if key_name and id_name:
+        raise APIError(400, f"Send either {SESSION_KEY_HEADER} or {SESSION_ID_HEADER}, not both.",
+                       code="invalid_session_key", param=SESSION_KEY_HEADER)
+    if key_name:
+        return KEY_PREFIX + key_name, SESSION_KEY_HEADER
+    if id_name:
+        return KEY_PREFIX + id_name, SESSION_ID_HEADER
+    return None, None
+
+
+async def resolve(runner: Any, request: web.Request) -> Optional[str]:
+    """The runner key for this request (binding an adopted session id first), or None (stateless)."""
+    key, header = session_key_of(request)
+    if key is None:
+        return None
+    if header == SESSION_ID_HEADER and runner.live_state(key) is None:  # live: bound already
+        await asyncio.to_thread(_adopt_existing, runner, key, key[len(KEY_PREFIX):])
+    return key
+
+
+def _adopt_existing(runner: Any, key: str, name: str) -> None:
+    """The header names an existing session id: continue it (the runner then shares that session's
+    lock and agent with its other keys) unless a chat owns it."""
+    db = runner.db
+    if db.get_session_for_key(key) is not None or db.get_session(name) is None:
+        return
+    if runner.sessions.owned_by_chat(name, runner.adapters):
+        raise APIError(403, f"Session '{name}' belongs to a chat platform conversation; the API server "
+                            "cannot continue it. Use another session name.",
+                       code="session_not_allowed", param=SESSION_ID_HEADER)
+    db.bind_session_key(key, name)
+
+
+def response_headers(session_id: Optional[str], key: Optional[str]) -> dict[str, str]:
+    """What a turn's response says about its session (nothing for a stateless turn)."""
+    return {SESSION_ID_HEADER: session_id} if key is not None and session_id else {}
