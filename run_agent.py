@@ -90,7 +90,9 @@ class AIAgent:
         self.max_iterations = max_iterations
         self.quiet_mode = quiet_mode
         self.skip_context_files = skip_context_files
-        self.skip_memory = skip_memory
+        from agent.tool_selection import memory_enabled, select_toolsets
+
+        self.skip_memory = not memory_enabled(config, skip_memory=skip_memory, platform=platform)
         self.save_trajectories = save_trajectories or config.agent.save_trajectories
         self.platform = platform
         self.cwd = Path(cwd or config.terminal.cwd or os.getcwd()).expanduser()
@@ -102,10 +104,13 @@ class AIAgent:
         self.origin: Optional[dict] = None  # set by a surface: the chat a turn comes from (cron's "origin")
         self._use_prompt_caching = False
 
-        self.tools: list[dict] = get_tool_definitions(enabled_toolsets=enabled_toolsets,
-                                                      disabled_toolsets=disabled_toolsets) or []
+        self.enabled_toolsets, self.disabled_toolsets = select_toolsets(
+            enabled_toolsets, disabled_toolsets, config, skip_memory=skip_memory, platform=platform)
+        self._all_tools: list[dict] = get_tool_definitions(enabled_toolsets=self.enabled_toolsets,
+                                                           disabled_toolsets=self.disabled_toolsets) or []
         self.unavailable_toolsets: dict[str, str] = check_toolset_requirements() or {}
-        self._tool_names = {t["function"]["name"] for t in self.tools if isinstance(t, dict) and "function" in t}
+        self._offer_tools(self._all_tools)  # fitted to the window when the system prompt is built
+        self._prompt: Any = None  # agent.prompt_builder.BuiltPrompt of this session, when built here
 
         comp_cfg = config.compression
         self.compression_enabled = comp_cfg.enabled
@@ -251,6 +256,21 @@ class AIAgent:
 
     # ---- tools ---------------------------------------------------------------------------
 
+    def _offer_tools(self, tools: list[dict]) -> None:
+        self.tools = tools
+        self._tool_names = {t["function"]["name"] for t in tools if isinstance(t, dict) and "function" in t}
+
+    def _fit_tools_to(self, system_prompt: str) -> None:
+        """A stored prompt (resumed session): offer the tools that fit beside it, as when it was built."""
+        from agent.tokens import estimate_text_tokens
+        from agent.tool_selection import fit_tools
+        from tools.registry import get_toolset
+
+        window = getattr(self.context_compressor, "context_length", None)
+        tools, _ = fit_tools(self._all_tools, estimate_text_tokens(system_prompt), window,
+                             toolset_of=get_toolset, explicit=self.enabled_toolsets is not None)
+        self._offer_tools(tools)
+
     def _tool_context(self) -> Any:
         from tools.registry import ToolContext
 
@@ -316,6 +336,7 @@ class AIAgent:
                 self._emit_status("info", "Repaired tool calls left unanswered by an interrupted run.")
             if stored_prompt and self._cached_system_prompt is None:
                 self._cached_system_prompt = stored_prompt  # byte-identical across processes
+                self._fit_tools_to(stored_prompt)
         return self.messages
 
     def _adopt_history(self, messages: list[dict]) -> None:
@@ -333,15 +354,63 @@ class AIAgent:
         self._usage_baseline = None
         self.compactions += 1
 
+    def _build_prompt(self) -> Any:
+        from agent.prompt_builder import build_prompt
+        from tools.registry import get_toolset
+
+        return build_prompt(hermes_home(), self.cwd, tools=self._all_tools, toolset_of=get_toolset,
+                            window=getattr(self.context_compressor, "context_length", None),
+                            config=self.config, platform=self.platform,
+                            skip_context_files=self.skip_context_files, skip_memory=self.skip_memory,
+                            explicit_toolsets=self.enabled_toolsets is not None)
+
     def _get_system_prompt(self) -> str:
         if self._cached_system_prompt is None:
-            from agent.prompt_builder import build_system_prompt
+            from agent.context_files import held_back_notices
 
-            self._cached_system_prompt = build_system_prompt(
-                hermes_home(), self.cwd, skip_context_files=self.skip_context_files, skip_memory=self.skip_memory,
-                platform=self.platform)
+            built = self._prompt = self._build_prompt()
+            self._offer_tools(built.tools)
+            for warning in built.warnings + held_back_notices(built.sources):
+                self._emit_status("warning", warning)
+            self._cached_system_prompt = built.text
             self._recorder.store_system_prompt(self._cached_system_prompt)
         return self._cached_system_prompt
+
+    def fixed_prompt(self) -> Any:
+        """This session's ``BuiltPrompt`` (parts and offered tools); before the first turn a preview,
+        built without storing anything or warning anyone. A resumed session's stored prompt is one part."""
+        from agent.prompt_builder import BuiltPrompt, PromptPart
+
+        if not self._history_loaded:
+            self._load_history()
+        text = self._cached_system_prompt
+        if text is None:
+            return self._build_prompt()
+        if self._prompt is not None and self._prompt.text == text:
+            return self._prompt
+        return BuiltPrompt([PromptPart("system prompt (stored)", text)], self.tools)
+
+    def _refresh_memory_snapshot(self, system_prompt: str) -> str:
+        """After a compaction the prompt cache is cold anyway: pick up memory written since (SPEC §8)."""
+        built, old = self._prompt, self._cached_system_prompt
+        if built is None or self.skip_memory or not old or not system_prompt.startswith(old):
+            return system_prompt
+        from agent.memory_store import snapshot
+
+        fresh = built.replace("memory", snapshot(hermes_home(), self.config)[0])
+        if fresh.text == old:
+            return system_prompt
+        self._prompt, self._cached_system_prompt = fresh, fresh.text
+        self._recorder.store_system_prompt(fresh.text)
+        return fresh.text + system_prompt[len(old):]
+
+    def prompt_breakdown(self) -> list[tuple[str, int]]:
+        """(part, tokens) of the fixed prompt: its named parts, then each toolset's schemas."""
+        from agent.prompt_builder import breakdown
+        from tools.registry import get_toolset
+
+        built = self.fixed_prompt()
+        return breakdown(built.parts, built.tools, get_toolset)
 
     def _save_trajectory(self, messages: list[dict], user_message: str, completed: bool) -> None:
         from agent.trajectory import save_trajectory
@@ -427,6 +496,8 @@ class AIAgent:
         self.messages = []
         self._history_loaded = True
         self._cached_system_prompt = None
+        self._prompt = None
+        self._offer_tools(self._all_tools)
         self._usage_baseline = None
         self.compactions = 0
         self.session_prompt_tokens = self.session_completion_tokens = self.session_api_calls = 0

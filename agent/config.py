@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 
 class ConfigError(Exception):
@@ -79,6 +79,33 @@ class TerminalConfig(_Section):
     max_output_chars: int = Field(default=50_000, ge=1000)
 
 
+class MemoryConfig(_Section):
+    memory_enabled: bool = True
+    user_profile_enabled: bool = True
+    memory_char_limit: int = Field(default=2200, ge=100)
+    user_char_limit: int = Field(default=1375, ge=100)
+
+
+class ContextFilesConfig(_Section):
+    max_chars: int = Field(default=20_000, ge=1000)  # per file; head and tail kept past it
+
+
+class ToolsetsConfig(_Section):
+    """``toolsets: [terminal, file]`` (the enabled list) or ``{enabled: [...], disabled: [...]}``."""
+
+    enabled: Optional[list[str]] = None
+    disabled: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_list(cls, v: Any) -> Any:
+        if v is None:
+            return {}
+        if isinstance(v, str):
+            v = [t.strip() for t in v.split(",") if t.strip()]
+        return {"enabled": v} if isinstance(v, list) else v
+
+
 class HermesConfig(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
@@ -86,6 +113,9 @@ class HermesConfig(_Section):
     agent: AgentConfig = Field(default_factory=AgentConfig)
     terminal: TerminalConfig = Field(default_factory=TerminalConfig)
     gateway: dict[str, Any] = Field(default_factory=dict)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    context_files: ContextFilesConfig = Field(default_factory=ContextFilesConfig)
+    toolsets: ToolsetsConfig = Field(default_factory=ToolsetsConfig)
 
 
 def load_env_file(path: Optional[Path] = None) -> None:

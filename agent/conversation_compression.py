@@ -132,6 +132,7 @@ def compress_context(agent: Any, messages: list, system_message: str, *, approx_
             agent._emit_status("warning", f"Compaction not applied: the session store failed ({exc}). "
                                           f"The conversation is unchanged.")
             return messages, system_message
+        system_message = agent._refresh_memory_snapshot(system_message)  # SPEC §8: a compaction picks it up
         how = "summary" if result.summarized else ("deterministic digest" if result.fallback else "pruning")
         agent._emit_status("compression", f"Compressed context by {how}: {len(messages)} -> "
                                           f"{len(result.messages)} messages, ~{result.before_tokens:,} -> "

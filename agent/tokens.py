@@ -72,3 +72,11 @@ def estimate_request_tokens_rough(messages: Iterable[dict], system_prompt: Optio
     if system_prompt:
         total += PER_MESSAGE_OVERHEAD + estimate_text_tokens(system_prompt)
     return total + estimate_tools_tokens(tools)
+
+
+def schema_tokens(definitions: Optional[list]) -> int:
+    """The prompt budget's measure of tool schemas (SPEC §9): ``json.dumps`` of each definition / 4.
+
+    A little above what the wire carries (compact JSON), so a budget met here is met on the wire.
+    """
+    return sum(len(json.dumps(d)) for d in definitions or ()) // 4

@@ -104,6 +104,9 @@ def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFa
 
     cfg = config if config is not None else load_config()
     settings = resolve_provider(cfg)
+    from agent.tool_selection import check_config
+
+    check_config(cfg)  # an unknown toolset stops the gateway at start-up, not at the first message
 
     def make(session_id: Optional[str], platform: str, model: Optional[str] = None) -> Any:
         from run_agent import AIAgent

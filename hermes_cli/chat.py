@@ -32,7 +32,6 @@ class ChatSession:
     def __init__(self, agent_factory: Callable[[Optional[str]], Any], renderer: Renderer, *,
                  session_id: Optional[str] = None, db: Any = None, yolo: bool = False,
                  ask_approval: Optional[Callable[[str, str], str]] = None,
-                 tool_lister: Optional[Callable[[], list[tuple[str, str]]]] = None,
                  debug: bool = False) -> None:
         self.r = renderer
         self.yolo = yolo
@@ -40,7 +39,6 @@ class ChatSession:
         self._factory = agent_factory
         self._db = db
         self._ask = ask_approval or (lambda c, why: ask_approval_tty(self.r, c, why))
-        self._tool_lister = tool_lister
         self._approvals: "queue.Queue[_ApprovalRequest]" = queue.Queue()
         self.agent = agent_factory(session_id)
         self.turns = 0
@@ -254,6 +252,13 @@ class ChatSession:
                     f"over {u.get('api_calls', 0)} model calls")
         self.r.info(f"Context: {u.get('context_tokens', 0)} / {u.get('context_length', '?')} tokens "
                     f"({pct} full)")
+        breakdown = getattr(self.agent, "prompt_breakdown", None)
+        if callable(breakdown):
+            from agent.prompt_builder import breakdown_lines
+
+            self.r.info("Fixed prompt sent with every request (system prompt + tool schemas):")
+            for line in breakdown_lines([row for row in breakdown() if row[1]]):
+                self.r.info(line, "dim")
         self.r.info(f"Compactions: {u.get('compactions', 0)}")
         return True
 
@@ -380,32 +385,21 @@ class ChatSession:
         return True
 
     def cmd_tools(self, arg: str) -> bool:
-        rows = self._tool_lister() if self._tool_lister else self._list_tools()
-        if not rows:
-            self.r.info("No tools are enabled.")
-        for name, desc in rows:
-            self.r.info(f"  {name:<18} {desc}")
-        try:
-            from tools.registry import check_toolset_requirements
+        from tools.registry import check_toolset_requirements, toolset_tools
 
-            for ts, why in sorted(check_toolset_requirements().items()):
-                self.r.info(f"  (toolset {ts} unavailable: {why})", "dim")
-        except Exception:  # noqa: BLE001
-            pass
+        built = self.agent.fixed_prompt()
+        offered = {t["function"]["name"] for t in built.tools}
+        unavailable = check_toolset_requirements()
+        for ts, names in toolset_tools().items():
+            on = [n for n in names if n in offered]
+            if on:
+                self.r.info(f"  {ts:<16} {', '.join(on)}")
+            else:
+                why = unavailable.get(ts) or ("left out to fit the context window"
+                                              if ts in built.omitted_toolsets else "off")
+                self.r.info(f"  {ts:<16} ({why}) {', '.join(names)}", "dim")
+        self.r.info("Choose toolsets with `hermes -t a,b` or `toolsets:` in config.yaml.", "dim")
         return True
-
-    def _list_tools(self) -> list[tuple[str, str]]:
-        defs = getattr(self.agent, "tools", None)
-        if not isinstance(defs, list):
-            from tools.registry import get_tool_definitions
-
-            defs = get_tool_definitions(enabled_toolsets=getattr(self.agent, "enabled_toolsets", None))
-        out = []
-        for d in defs:
-            fn = d.get("function", d) if isinstance(d, dict) else {}
-            desc = (fn.get("description") or "").strip().split("\n")[0]
-            out.append((fn.get("name", "?"), desc[:90]))
-        return out
 
     def cmd_yolo(self, arg: str) -> bool:
         self.yolo = not self.yolo

@@ -198,10 +198,28 @@ def cmd_path(out=sys.stdout) -> int:
     return 0
 
 
+def cmd_show_prompt(args: Any, out=sys.stdout) -> int:
+    """The fixed prompt a new session here would send, by part (SPEC §9); nothing is stored."""
+    from agent.prompt_builder import breakdown_lines
+    from hermes_cli.agent_factory import build_agent
+
+    cfg = parse_config(read_raw_config(), str(config_path()))
+    agent = build_agent(args, cfg)
+    rows = [row for row in agent.prompt_breakdown() if row[1]]
+    window = getattr(agent.context_compressor, "context_length", 0)
+    out.write(f"Fixed prompt of a new session in {agent.cwd} (model {agent.model}, "
+              f"{window:,}-token window), tokens = characters/4:\n")
+    for line in breakdown_lines(rows, target=4000):
+        out.write(line + "\n")
+    return 0
+
+
 def run(args: Any) -> int:
     """Dispatch `hermes config <action>` from parsed arguments."""
     action = getattr(args, "config_action", None) or "show"
     ensure_home()
+    if action == "show" and getattr(args, "prompt", False):
+        return cmd_show_prompt(args)
     if action == "show":
         return cmd_show()
     if action == "get":

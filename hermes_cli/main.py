@@ -53,13 +53,17 @@ def build_parser() -> argparse.ArgumentParser:
     pc.add_argument("-z", metavar="MSG", dest="oneshot_quiet", default=argparse.SUPPRESS,
                     help="answer one message; print only the final answer")
 
+    from hermes_cli.memory_cmd import add_parser as add_memory
     from hermes_cli.sessions import add_parser as add_sessions
 
     add_sessions(sub)
+    add_memory(sub)
 
     pg = sub.add_parser("config", help="show, get or set configuration")
     cs = pg.add_subparsers(dest="config_action", metavar="ACTION")
-    cs.add_parser("show", help="config.yaml with secrets masked")
+    sh = cs.add_parser("show", help="config.yaml with secrets masked")
+    sh.add_argument("--prompt", action="store_true",
+                    help="instead: the fixed prompt's tokens by part (system prompt + tool schemas)")
     g = cs.add_parser("get", help="one value by dotted key, e.g. model.default")
     g.add_argument("key", metavar="KEY")
     s = cs.add_parser("set", help="set a dotted key (secrets go to .env, mode 600)")
@@ -106,6 +110,10 @@ def dispatch(args: argparse.Namespace) -> int:
         from hermes_cli import sessions
 
         return sessions.run(args)
+    if cmd == "memory":
+        from hermes_cli import memory_cmd
+
+        return memory_cmd.run(args)
     if cmd == "config":
         from agent.config import load_env_file
         from hermes_cli import config_cmd
@@ -175,8 +183,9 @@ def main(argv: Optional[list[str]] = None) -> int:
 
             traceback.print_exc()
         from agent.config import ConfigError
+        from tools.registry import UnknownToolsetError
 
-        if isinstance(exc, ConfigError):
+        if isinstance(exc, (ConfigError, UnknownToolsetError)):
             _error(_one_line(exc))
             return 2
         if type(exc).__name__ in ("CommandError", "TurnFailed", "SessionDBError", "ValueError"):

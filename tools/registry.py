@@ -17,14 +17,17 @@ from typing import Any, Callable
 logger = logging.getLogger(__name__)
 
 # Built-in tool modules; each registers its tools when imported.
-_BUILTIN_MODULES = ("tools.terminal", "tools.files", "tools.todo")
+_BUILTIN_MODULES = ("tools.terminal", "tools.files", "tools.todo", "tools.memory")
 
-# toolset -> tool names it contains (built-ins; plugins add theirs via register()).
-TOOLSETS: dict[str, tuple[str, ...]] = {
-    "terminal": ("terminal",),
-    "file": ("read_file", "write_file", "patch", "search_files"),
-    "todo": ("todo",),
-}
+# The toolsets a default agent offers, in the order /tools and the prompt breakdown list them.
+# A toolset exists once a tool names it or register_toolset() declares it (MCP: ``mcp-<server>``).
+DEFAULT_TOOLSETS = ("terminal", "file", "todo", "memory", "session_search", "skills", "cronjob",
+                    "delegation")
+ALL_TOOLSETS = ("all", "*")  # accepted in enabled lists: every toolset
+
+
+class UnknownToolsetError(ValueError):
+    """A toolset name nobody registered: the message lists the valid ones."""
 
 
 class ToolError(Exception):
@@ -71,6 +74,7 @@ class ToolSpec:
 
 _registry: dict[str, ToolSpec] = {}
 _definitions: dict[str, dict] = {}  # name -> prebuilt OpenAI definition
+_declared_toolsets: dict[str, str] = {}  # toolset -> one-line description (may have no tools yet)
 _lock = threading.RLock()
 _builtins_loaded = False
 
@@ -122,10 +126,56 @@ def _unavailable_reason(spec: ToolSpec) -> str | None:
         return f"availability check failed: {exc}"
 
 
+def register_toolset(name: str, description: str = "") -> None:
+    """Declare a toolset before (or without) its tools, e.g. an MCP server not yet connected, so
+    naming it in ``enabled_toolsets`` is valid."""
+    if not name:
+        raise ValueError("a toolset needs a name")
+    with _lock:
+        _declared_toolsets[name] = description or _declared_toolsets.get(name, "")
+
+
+def unregister_toolset(name: str) -> None:
+    """Forget a declared toolset (its tools are unregistered one by one with ``unregister``)."""
+    with _lock:
+        _declared_toolsets.pop(name, None)
+
+
+def toolset_names() -> list[str]:
+    """Every known toolset: the defaults that exist first (in DEFAULT_TOOLSETS order), then the rest."""
+    _ensure_builtins()
+    with _lock:
+        known = {s.toolset for s in _registry.values()} | set(_declared_toolsets)
+    return [t for t in DEFAULT_TOOLSETS if t in known] + sorted(known - set(DEFAULT_TOOLSETS))
+
+
+def toolset_tools() -> dict[str, list[str]]:
+    """toolset -> the names of its registered tools (in registration order), for ``/tools``."""
+    _ensure_builtins()
+    with _lock:
+        specs = list(_registry.values())
+    out: dict[str, list[str]] = {name: [] for name in toolset_names()}
+    for spec in specs:
+        out.setdefault(spec.toolset, []).append(spec.name)
+    return out
+
+
+def check_toolset_names(names: list[str] | tuple[str, ...] | set[str] | None) -> None:
+    """Raise UnknownToolsetError when a name is not a known toolset (nor 'all'/'*')."""
+    if not names:
+        return
+    valid = toolset_names()
+    unknown = [n for n in names if n not in valid and n not in ALL_TOOLSETS]
+    if unknown:
+        raise UnknownToolsetError(
+            f"unknown toolset{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+            f"valid toolsets: {', '.join(valid)} (or 'all')")
+
+
 def _selected(toolset: str, enabled: set[str] | None, disabled: set[str]) -> bool:
     if toolset in disabled:
         return False
-    return enabled is None or "all" in enabled or "*" in enabled or toolset in enabled
+    return enabled is None or bool(enabled & set(ALL_TOOLSETS)) or toolset in enabled
 
 
 def get_tool_definitions(
@@ -133,9 +183,12 @@ def get_tool_definitions(
 ) -> list[dict]:
     """OpenAI-format definitions of the available tools in the selected toolsets.
 
-    The definition dicts are built once at registration and shared: treat them as read-only.
+    An unknown toolset name raises UnknownToolsetError (a typo must not silently drop or keep
+    tools). The definition dicts are built once at registration and shared: treat them as read-only.
     """
     _ensure_builtins()
+    check_toolset_names(enabled_toolsets)
+    check_toolset_names(disabled_toolsets)
     enabled = set(enabled_toolsets) if enabled_toolsets is not None else None
     disabled = set(disabled_toolsets or ())
     with _lock:

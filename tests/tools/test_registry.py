@@ -12,14 +12,19 @@ from tools.registry import (
     ToolContext,
     ToolError,
     ToolSpec,
+    UnknownToolsetError,
     check_toolset_requirements,
     dispatch,
     get_tool_definitions,
     register,
+    register_toolset,
+    toolset_names,
+    toolset_tools,
     unregister,
+    unregister_toolset,
 )
 
-BUILTIN = {"terminal", "read_file", "write_file", "patch", "search_files", "todo"}
+BUILTIN = {"terminal", "read_file", "write_file", "patch", "search_files", "todo", "memory"}
 
 
 @pytest.fixture
@@ -169,3 +174,44 @@ def test_import_is_lazy_about_builtin_tools():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_toolsets_are_named_and_list_their_tools():
+    sets = toolset_tools()
+    assert list(sets)[:4] == ["terminal", "file", "todo", "memory"]
+    assert sets["file"] == ["read_file", "write_file", "patch", "search_files"]
+    assert names(get_tool_definitions(enabled_toolsets=["all"])) >= BUILTIN
+
+
+@pytest.mark.parametrize("kw", [{"enabled_toolsets": ["terminal", "filez"]}, {"disabled_toolsets": ["memroy"]}])
+def test_an_unknown_toolset_is_an_error_listing_the_valid_ones(kw):
+    with pytest.raises(UnknownToolsetError) as err:
+        get_tool_definitions(**kw)
+    msg = str(err.value)
+    assert "unknown toolset" in msg and "valid toolsets: terminal, file, todo, memory" in msg
+
+
+def test_a_declared_toolset_is_valid_before_its_tools_exist():
+    with pytest.raises(UnknownToolsetError):
+        get_tool_definitions(enabled_toolsets=["mcp-later"])
+    register_toolset("mcp-later", "an MCP server not connected yet")
+    try:
+        assert "mcp-later" in toolset_names()
+        assert get_tool_definitions(enabled_toolsets=["mcp-later"]) == []
+    finally:
+        unregister_toolset("mcp-later")
+    assert "mcp-later" not in toolset_names()
+
+
+def test_agent_rejects_a_misspelt_toolset_and_config_toolsets_apply(make_agent, hermes_home):
+    from agent.config import ConfigError
+    from tests.conftest import write_config
+
+    with pytest.raises(UnknownToolsetError, match="'terminl'"):
+        make_agent(disabled_toolsets=["terminl"])
+    write_config(hermes_home, "toolsets: [file]\n")
+    assert names(make_agent().tools) == {"read_file", "write_file", "patch", "search_files"}
+    assert names(make_agent(enabled_toolsets=["todo"]).tools) == {"todo"}  # the argument wins
+    write_config(hermes_home, "toolsets:\n  disabled: [nonesuch]\n")
+    with pytest.raises(ConfigError, match="nonesuch"):
+        make_agent()
