@@ -24,6 +24,7 @@ _BUILTIN_MODULES = ("tools.terminal", "tools.files", "tools.todo", "tools.memory
 DEFAULT_TOOLSETS = ("terminal", "file", "todo", "memory", "session_search", "skills", "cronjob",
                     "delegation")
 ALL_TOOLSETS = ("all", "*")  # accepted in enabled lists: every toolset
+NO_TOOLSETS = "none"  # accepted in enabled lists: no tools at all (`hermes -t none`)
 
 
 class UnknownToolsetError(ValueError):
@@ -165,11 +166,11 @@ def check_toolset_names(names: list[str] | tuple[str, ...] | set[str] | None) ->
     if not names:
         return
     valid = toolset_names()
-    unknown = [n for n in names if n not in valid and n not in ALL_TOOLSETS]
+    unknown = [n for n in names if n not in valid and n not in ALL_TOOLSETS and n != NO_TOOLSETS]
     if unknown:
         raise UnknownToolsetError(
             f"unknown toolset{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
-            f"valid toolsets: {', '.join(valid)} (or 'all')")
+            f"valid toolsets: {', '.join(valid)} (or 'all', 'none')")
 
 
 def _selected(toolset: str, enabled: set[str] | None, disabled: set[str]) -> bool:

@@ -181,6 +181,7 @@ def test_toolsets_are_named_and_list_their_tools():
     assert list(sets)[:4] == ["terminal", "file", "todo", "memory"]
     assert sets["file"] == ["read_file", "write_file", "patch", "search_files"]
     assert names(get_tool_definitions(enabled_toolsets=["all"])) >= BUILTIN
+    assert get_tool_definitions(enabled_toolsets=["none"]) == []
 
 
 @pytest.mark.parametrize("kw", [{"enabled_toolsets": ["terminal", "filez"]}, {"disabled_toolsets": ["memroy"]}])
@@ -188,7 +189,7 @@ def test_an_unknown_toolset_is_an_error_listing_the_valid_ones(kw):
     with pytest.raises(UnknownToolsetError) as err:
         get_tool_definitions(**kw)
     msg = str(err.value)
-    assert "unknown toolset" in msg and "valid toolsets: terminal, file, todo, memory" in msg
+    assert "unknown toolset" in msg and "valid toolsets: terminal, file, todo, memory" in msg and "'none'" in msg
 
 
 def test_a_declared_toolset_is_valid_before_its_tools_exist():
