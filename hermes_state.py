@@ -85,7 +85,22 @@ def _m2_fts(c: sqlite3.Connection) -> None:
     c.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_core, _m2_fts]
+def _m3_delegations(c: sqlite3.Connection) -> None:
+    # One row per subagent of delegate_task (SPEC §13), written when the child ends. The child's
+    # own session carries parent_session_id too; this row adds what only the parent knew: the
+    # task's place in its batch, how it ended, and its cost. Deleting either session drops it.
+    c.execute("""CREATE TABLE IF NOT EXISTS delegations (
+        child_session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+        parent_session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        task_index INTEGER NOT NULL, goal TEXT, status TEXT NOT NULL, started_at REAL,
+        duration REAL, api_calls INTEGER NOT NULL DEFAULT 0,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0,
+        error TEXT)""")
+    c.execute("CREATE INDEX IF NOT EXISTS idx_delegations_parent "
+              "ON delegations(parent_session_id, started_at, task_index)")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_core, _m2_fts, _m3_delegations]
 
 
 # --------------------------------------------------------------------------------------------
@@ -190,6 +205,7 @@ class SessionDB:
     dicts), ``replace_active_messages`` (compaction in place), ``max_message_id``,
     ``search_messages`` (FTS5, includes compacted rows).
     Gateway: ``bind_session_key``, ``get_session_for_key``.
+    Delegation: ``record_delegation``, ``list_children``.
     Compression lock (SPEC §5): ``try_acquire_compression_lock``, ``refresh_compression_lock``,
     ``release_compression_lock``, ``get_compression_lock_holder``.
     Health: ``integrity_check`` (for ``hermes doctor``), ``close`` / context manager.
@@ -625,6 +641,39 @@ class SessionDB:
     def get_session_for_key(self, key: str) -> Optional[str]:
         rows = self._read("SELECT session_id FROM session_keys WHERE key = ?", (key,))
         return rows[0][0] if rows else None
+
+    # -- delegation (SPEC §13) ---------------------------------------------------------------
+
+    def record_delegation(self, parent_session_id: str, child_session_id: str, task_index: int,
+                          goal: str, status: str, *, started_at: float, duration: float,
+                          api_calls: int = 0, prompt_tokens: int = 0, completion_tokens: int = 0,
+                          error: Optional[str] = None) -> None:
+        """Record how one subagent ended (both sessions must exist; a second call overwrites)."""
+        self._write(lambda c: c.execute(
+            "INSERT OR REPLACE INTO delegations (child_session_id, parent_session_id, task_index,"
+            " goal, status, started_at, duration, api_calls, prompt_tokens, completion_tokens, error)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (child_session_id, parent_session_id, int(task_index), goal, status, started_at,
+             duration, int(api_calls), int(prompt_tokens), int(completion_tokens), error)))
+
+    def list_children(self, parent_session_id: str) -> list[dict[str, Any]]:
+        """The sessions whose parent is ``parent_session_id``, oldest batch first, in task order.
+
+        Each row: ``session_id``, ``source``, ``model``, ``started_at``, ``ended_at``, and from the
+        delegation record (None when there is none, e.g. the parent died mid-batch): ``task_index``,
+        ``goal``, ``status``, ``duration``, ``api_calls``, ``error``; tokens come from the record when
+        there is one, else from the child session's totals.
+        """
+        rows = self._read(
+            "SELECT s.id AS session_id, s.source, s.model, s.started_at, s.ended_at,"
+            " d.task_index, d.goal, d.status, d.duration, d.api_calls, d.error,"
+            " COALESCE(d.prompt_tokens, s.prompt_tokens) AS prompt_tokens,"
+            " COALESCE(d.completion_tokens, s.completion_tokens) AS completion_tokens"
+            " FROM sessions AS s LEFT JOIN delegations AS d ON d.child_session_id = s.id"
+            " WHERE s.parent_session_id = ?"
+            " ORDER BY COALESCE(d.started_at, s.started_at), d.task_index, s.id",
+            (parent_session_id,))
+        return [dict(r) for r in rows]
 
     # -- compression lock (SPEC §5) ----------------------------------------------------------
 

@@ -106,6 +106,19 @@ class ToolsetsConfig(_Section):
         return {"enabled": v} if isinstance(v, list) else v
 
 
+class DelegationConfig(_Section):
+    """delegate_task (SPEC §13). model/base_url/api_key unset: children use the parent's provider."""
+
+    max_concurrent_children: int = Field(default=3, ge=1)
+    max_iterations: int = Field(default=50, ge=1)
+    max_depth: int = Field(default=1, ge=0)  # 1: children cannot delegate; 0: no delegation at all
+    child_timeout: float = Field(default=600.0, gt=0)  # seconds per child
+    max_answer_chars: int = Field(default=4000, ge=500)  # per child, head and tail kept
+    model: Optional[str] = None
+    base_url: Optional[str] = None
+    api_key: Optional[str] = None
+
+
 class HermesConfig(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
@@ -116,6 +129,7 @@ class HermesConfig(_Section):
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     context_files: ContextFilesConfig = Field(default_factory=ContextFilesConfig)
     toolsets: ToolsetsConfig = Field(default_factory=ToolsetsConfig)
+    delegation: DelegationConfig = Field(default_factory=DelegationConfig)
 
 
 def load_env_file(path: Optional[Path] = None) -> None:

@@ -20,6 +20,7 @@ from agent.home import ensure_home, write_env_var  # noqa: F401 - write_env_var 
 SECRET_KEYS = {
     "model.api_key": "OPENAI_API_KEY",  # OPENROUTER_API_KEY when the provider is openrouter
     "auxiliary.compression.api_key": "HERMES_AUX_COMPRESSION_API_KEY",
+    "delegation.api_key": "HERMES_DELEGATION_API_KEY",
     "gateway.telegram.token": "TELEGRAM_BOT_TOKEN",
     "gateway.telegram.bot_token": "TELEGRAM_BOT_TOKEN",
     "gateway.api_server.key": "API_SERVER_KEY",

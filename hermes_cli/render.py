@@ -199,12 +199,15 @@ class Renderer:
         """Warnings are always shown (yellow); retries and info dimmer."""
         with self._lock:
             self._live_stop()
+            spinning = self._spin_thread is not None  # e.g. a long tool call (subagents at work)
             self.spinner_stop()
             if self.err is self.out:
                 self._end_line()
             icon, style = {"warning": ("⚠", "yellow"), "compression": ("⚠", "yellow"),
                            "retry": ("↻", "yellow"), "info": ("•", "dim")}.get(kind, ("⚠", "yellow"))
             self.emit(self.err, f"{icon} {message}", style=style)
+            if spinning:
+                self.spinner_start(self._spin_label)
 
     def end_turn(self, final: Optional[str]) -> None:
         """Finish the answer: a newline after a stream, or the whole answer as markdown."""

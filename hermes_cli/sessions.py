@@ -51,6 +51,23 @@ def session_list_lines(rows: list[dict]) -> list[str]:
     return lines
 
 
+def children_lines(rows: list[dict]) -> list[str]:
+    """The subagents a session delegated to, in task order (`sessions show ID --children`)."""
+    if not rows:
+        return ["No subagents: this session never delegated a task."]
+    lines = [f"{'#':>2}  {'STATUS':<11} {'TIME':>7} {'CALLS':>5} {'TOKENS':>7}  {'SESSION':<22}  GOAL"]
+    for r in rows:
+        dur = r.get("duration")
+        tokens = (r.get("prompt_tokens") or 0) + (r.get("completion_tokens") or 0)
+        goal = " ".join(str(r.get("goal") or "-").split())
+        lines.append(f"{r.get('task_index') or '-':>2}  {r.get('status') or 'unfinished':<11} "
+                     f"{f'{dur:.1f}s' if dur is not None else '-':>7} {r.get('api_calls') or 0:>5} "
+                     f"{tokens:>7}  {r['session_id']:<22}  {goal[:60]}")
+        if r.get("error") and r.get("status") != "completed":
+            lines.append(f"{'':>4}{' '.join(str(r['error']).split())[:110]}")
+    return lines
+
+
 def to_markdown(session: dict, messages: list[dict]) -> str:
     title = session.get("title") or f"Session {session['id']}"
     out = [f"# {title}", "",
@@ -111,9 +128,12 @@ def _dispatch(db: Any, action: str, args: Any, out: TextIO) -> int:
     if action == "show":
         sid = resolve(db, args.session)
         s = db.get_session(sid) or {"id": sid}
-        msgs = db.get_messages(sid, include_inactive=args.all)
         out.write(f"{s.get('title') or '(untitled)'}  [{sid}]  {s.get('source') or '-'}  "
                   f"model {s.get('model') or '-'}  started {fmt_time(s.get('started_at'))}\n\n")
+        if getattr(args, "children", False):
+            out.write("\n".join(children_lines(db.list_children(sid))) + "\n")
+            return 0
+        msgs = db.get_messages(sid, include_inactive=args.all)
         for m in msgs:
             tag = "" if m.get("active", 1) else " (compacted)"
             text = content_text(m.get("content")).strip()
@@ -178,6 +198,8 @@ def add_parser(sub: Any) -> None:
     ps = ss.add_parser("show", help="print a session's messages")
     ps.add_argument("session", metavar="ID", help="id, id prefix or title")
     ps.add_argument("--all", action="store_true", help="include compacted messages")
+    ps.add_argument("--children", action="store_true",
+                    help="list the subagents it delegated to instead of its messages")
     pq = ss.add_parser("search", help="full-text search over every message")
     pq.add_argument("query", metavar="QUERY")
     pq.add_argument("--limit", type=int, default=20)

@@ -17,7 +17,7 @@ from typing import Any, Callable
 logger = logging.getLogger(__name__)
 
 # Built-in tool modules; each registers its tools when imported.
-_BUILTIN_MODULES = ("tools.terminal", "tools.files", "tools.todo", "tools.memory")
+_BUILTIN_MODULES = ("tools.terminal", "tools.files", "tools.todo", "tools.memory", "tools.delegate")
 
 # The toolsets a default agent offers, in the order /tools and the prompt breakdown list them.
 # A toolset exists once a tool names it or register_toolset() declares it (MCP: ``mcp-<server>``).
@@ -278,10 +278,15 @@ def _coerce(value: Any, typ: str) -> tuple[bool, Any]:
             except ValueError:
                 return False, value
         return False, value
-    if typ == "array":
-        return isinstance(value, list), value
-    if typ == "object":
-        return isinstance(value, dict), value
+    if typ in ("array", "object"):
+        want = list if typ == "array" else dict
+        if isinstance(value, str):  # models sometimes send a list or object as its JSON text
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                return False, value
+            return isinstance(parsed, want), parsed
+        return isinstance(value, want), value
     if typ == "null":
         return value is None, value
     return True, value  # unknown type keyword: don't second-guess the schema
