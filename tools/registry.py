@@ -25,6 +25,7 @@ DEFAULT_TOOLSETS = ("terminal", "file", "todo", "memory", "session_search", "ski
                     "delegation")
 ALL_TOOLSETS = ("all", "*")  # accepted in enabled lists: every toolset
 NO_TOOLSETS = "none"  # accepted in enabled lists: no tools at all (`hermes -t none`)
+_RANK = {name: i for i, name in enumerate(DEFAULT_TOOLSETS)}
 
 
 class UnknownToolsetError(ValueError):
@@ -194,6 +195,8 @@ def get_tool_definitions(
     disabled = set(disabled_toolsets or ())
     with _lock:
         specs = list(_registry.values())
+    # default toolsets first, in their order, whichever tool module happened to be imported first
+    specs.sort(key=lambda s: _RANK.get(s.toolset, len(_RANK)))
     return [
         _definitions[s.name]
         for s in specs

@@ -216,3 +216,14 @@ def test_agent_rejects_a_misspelt_toolset_and_config_toolsets_apply(make_agent, 
     write_config(hermes_home, "toolsets:\n  disabled: [nonesuch]\n")
     with pytest.raises(ConfigError, match="nonesuch"):
         make_agent()
+
+
+def test_definitions_come_in_default_toolset_order_whatever_registered_first():
+    register(ToolSpec("t_late_terminal", "x", {"type": "object", "properties": {}}, lambda a, c: "",
+                      "terminal"))
+    try:
+        order = [d["function"]["name"] for d in get_tool_definitions()]
+        assert order.index("t_late_terminal") < order.index("read_file") < order.index("todo")
+        assert order.index("memory") < order.index("delegate_task")
+    finally:
+        unregister("t_late_terminal")
