@@ -289,6 +289,9 @@ def run_children(parent: Any, tasks: list[Task], ctx: Any) -> list[ChildResult]:
             + f" (delegation.max_depth={cfg.max_depth}); do the task yourself")
     base = toolsets_of(parent.tools, get_toolset)
     sets = [child_toolsets(base, t.toolsets, can_delegate=depth + 1 < cfg.max_depth) for t in tasks]
+    if ctx.interrupt_event is not None and ctx.interrupt_event.is_set():
+        return [ChildResult(i, t.goal, INTERRUPTED, error="not started: the parent was interrupted")
+                for i, t in enumerate(tasks, 1)]
     notify = _Notifier(parent)
     n = len(tasks)
     done: "queue.Queue[int]" = queue.Queue()

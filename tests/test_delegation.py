@@ -324,3 +324,19 @@ def test_delegation_records_go_with_their_sessions(tmp_path):
         db.delete_session("P")  # its records go; the children's sessions stay (their own transcripts)
         assert [(r["session_id"], r["status"]) for r in db.list_children("P")] == [("C1", None), ("C3", None)]
         assert db.integrity_check() == []
+
+
+def test_a_parent_already_interrupted_starts_no_child(fake_provider, make_agent):
+    from agent.delegation import Task, run_children
+    from tools.registry import ToolContext
+
+    agent = make_agent()
+    stop = threading.Event()
+    stop.set()
+    ctx = ToolContext(cwd=agent.cwd, session_id=agent.session_id, interrupt_event=stop,
+                      session_db=agent.session_db, config=agent.config, agent=agent)
+    results = run_children(agent, [Task("a"), Task("b")], ctx)
+    assert [(r.index, r.status) for r in results] == [(1, "interrupted"), (2, "interrupted")]
+    assert fake_provider.requests == []
+    with SessionDB() as db:
+        assert db.list_children(agent.session_id) == []
