@@ -158,7 +158,10 @@ def outcome(res: Optional[dict], stopped: Optional[str],
         return TIMEOUT, partial, "stopped: it ran past delegation.child_timeout"
     if stopped == INTERRUPTED or res.get("interrupted"):
         return INTERRUPTED, partial, "stopped: the parent was interrupted"
-    return FAILED, partial, str(res.get("error") or "it stopped without a final answer")
+    if res.get("failed") or res.get("compression_deferred"):
+        return FAILED, partial, str(res.get("error") or "it failed without saying why")
+    return FAILED, partial, ("it used up its model calls (delegation.max_iterations) without a final "
+                             "answer; give it a narrower goal")
 
 
 # ---- the factory -----------------------------------------------------------------------------

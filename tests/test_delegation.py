@@ -340,3 +340,15 @@ def test_a_parent_already_interrupted_starts_no_child(fake_provider, make_agent)
     assert fake_provider.requests == []
     with SessionDB() as db:
         assert db.list_children(agent.session_id) == []
+
+
+def test_a_child_has_its_own_iteration_budget(fake_provider, make_agent):
+    fake_provider.handler = Router(
+        parent=[delegate("loop forever"), text("it gave up")],
+        children={"loop forever": [tool_calls([("todo", {})], content="still looking")]})
+    agent = make_agent(config=config(max_iterations=2), max_iterations=10)
+    result = agent.run_conversation("go")
+    [entry] = tool_result(result)["results"]
+    assert entry["status"] == "failed" and entry["api_calls"] == 2
+    assert "delegation.max_iterations" in entry["error"] and entry["answer"] == "still looking"
+    assert result["completed"] and result["final_response"] == "it gave up"

@@ -172,6 +172,10 @@ def test_outcome_of_each_ending():
     failed = {"completed": False, "failed": True, "error": "The provider refused the request (400)"}
     assert outcome(failed, None, None) == (FAILED, "", "The provider refused the request (400)")
     assert outcome(None, None, RuntimeError("boom")) == (FAILED, "", "RuntimeError: boom")
+    out_of_calls = {"completed": False, "failed": False, "error": "Stopped after 50 model calls ... "
+                    "Say 'continue' to go on.", "messages": partial["messages"]}
+    status, answer, why = outcome(out_of_calls, None, None)
+    assert (status, answer) == (FAILED, "Found 3 files so far") and "delegation.max_iterations" in why
     filler = {"role": "assistant", "content": "(no reply: the previous turn did not complete)"}
     assert last_text([filler]) == ""
 
