@@ -33,6 +33,10 @@ class SessionDBError(RuntimeError):
     """The store cannot be opened; the message names the file and what to do about it."""
 
 
+class CompressionLockLost(RuntimeError):
+    """A fenced compaction found the session's compression lock no longer names its holder."""
+
+
 # --------------------------------------------------------------------------------------------
 # Schema: an ordered list of small migrations, each applied once (PRAGMA user_version = index).
 
@@ -48,7 +52,7 @@ def _m1_core(c: sqlite3.Connection) -> None:
     c.execute("CREATE INDEX IF NOT EXISTS idx_sessions_updated ON sessions(updated_at)")
     # content: always readable text (what FTS indexes); content_parts: the JSON of list/dict
     # content, so it round-trips. seq: conversation order, = insertion order except when a
-    # compaction (replace_active_messages with upto_id) slots in before rows appended meanwhile.
+    # compaction (replace_active_messages) slots in before rows another writer appended meanwhile.
     c.execute("""CREATE TABLE IF NOT EXISTS messages (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
@@ -158,14 +162,27 @@ _PID_RE = re.compile(r"(?:^|:)pid=(\d+)")
 _HOST_RE = re.compile(r"(?:^|:)host=([^:]+)")
 
 
+def machine_id() -> str:
+    """This host's name in lock holders: ``HERMES_MACHINE_ID`` when set, else the hostname.
+
+    Containers and hosts can share a hostname while their pids mean different processes; the
+    variable lets an operator give each pid namespace its own identity. ``:`` separates holder
+    fields, so it (and whitespace) becomes ``_``.
+    """
+    name = os.environ.get("HERMES_MACHINE_ID", "").strip() or socket.gethostname()
+    return re.sub(r"[:\s]", "_", name)
+
+
 def holder_is_dead(holder: str) -> bool:
     """True only when the holder's process is provably gone from this host (SPEC §5).
 
-    Unknown pid, another host, our own pid, or a permission error all count as alive: a false
-    "dead" would let two processes compress the same session, a false "alive" only waits the TTL.
+    Unknown pid, another host (``host=`` other than :func:`machine_id`), our own pid, or a
+    permission error all count as alive: a false "dead" would let two processes compress the
+    same session, a false "alive" only waits the TTL. A holder without ``host=`` is judged by
+    its pid on this host.
     """
     host = _HOST_RE.search(holder or "")
-    if host and host.group(1) != socket.gethostname():
+    if host and host.group(1) != machine_id():
         return False
     m = _PID_RE.search(holder or "")
     if not m:
@@ -202,8 +219,9 @@ class SessionDB:
     ``set_session_title``, ``set_session_model``, ``set_system_prompt``, ``update_session_usage``,
     ``resolve_session``, ``delete_session``, ``prune_sessions``.
     Messages: ``append_message(s)``, ``get_messages`` (rows), ``get_active_messages`` (OpenAI
-    dicts), ``replace_active_messages`` (compaction in place), ``max_message_id``,
-    ``search_messages`` (FTS5, includes compacted rows).
+    dicts), ``get_active_history`` (the same with row ids), ``replace_active_messages``
+    (compaction in place, by row id, optionally fenced by the lock), ``deactivate_messages``
+    (``/undo``, by row id), ``max_message_id``, ``search_messages`` (FTS5, includes compacted rows).
     Gateway: ``bind_session_key``, ``get_session_for_key``.
     Delegation: ``record_delegation``, ``list_children``.
     Compression lock (SPEC §5): ``try_acquire_compression_lock``, ``refresh_compression_lock``,
@@ -535,7 +553,15 @@ class SessionDB:
 
     def get_active_messages(self, session_id: str) -> list[dict[str, Any]]:
         """The live history as clean OpenAI-format dicts, ready to send to a provider."""
-        out = []
+        return self.get_active_history(session_id)[0]
+
+    def get_active_history(self, session_id: str) -> tuple[list[dict[str, Any]], list[int]]:
+        """The live history and, in parallel, each message's row id.
+
+        An agent keeps the ids so that a compaction or ``/undo`` touches exactly the rows it read
+        or wrote, never a row another process appended meanwhile.
+        """
+        out, ids = [], []
         for row in self._read(
                 "SELECT id, role, content, content_parts, tool_calls, tool_call_id, tool_name "
                 "FROM messages WHERE session_id = ? AND active = 1 ORDER BY seq, id",
@@ -551,43 +577,73 @@ class SessionDB:
             if row["tool_call_id"]:
                 msg["tool_call_id"] = row["tool_call_id"]
             out.append(msg)
-        return out
+            ids.append(int(row["id"]))
+        return out, ids
 
     def replace_active_messages(self, session_id: str, new_messages: list[dict[str, Any]],
-                                upto_id: Optional[int] = None) -> list[int]:
+                                replaced_ids: Iterable[int], *,
+                                lock_holder: Optional[str] = None) -> list[int]:
         """Persist a compaction in place, in one transaction, deleting nothing.
 
-        The session's active rows (only ids <= ``upto_id`` when given, so rows another process
-        appended meanwhile survive) become ``active=0, compacted=1``; ``new_messages`` become the
-        active rows in their place, ordered before any surviving later rows.
+        Exactly the rows ``replaced_ids`` (those the compacting agent read or wrote) become
+        ``active=0, compacted=1``; ``new_messages`` take their place in the conversation order.
+        Any other row (one another process appended meanwhile) stays as it was and comes after
+        the new rows. With ``lock_holder``, the commit is fenced: unless the session's
+        compression lock still names that holder, :class:`CompressionLockLost` is raised and
+        nothing changes. Returns the new rows' ids.
         """
+        replaced = sorted({int(i) for i in replaced_ids})
+
         def tx(c: sqlite3.Connection) -> list[int]:
-            bound = "" if upto_id is None else " AND id <= ?"
-            params: list[Any] = [session_id] + ([] if upto_id is None else [int(upto_id)])
-            c.execute(f"UPDATE messages SET active = 0, compacted = 1 "
-                      f"WHERE session_id = ? AND active = 1{bound}", params)
-            later = c.execute("SELECT MIN(seq) FROM messages WHERE session_id = ? AND active = 1",
-                              (session_id,)).fetchone()[0]
-            if later is not None and new_messages:  # make room before the surviving rows
-                c.execute("UPDATE messages SET seq = seq + ? WHERE session_id = ? AND seq >= ?",
-                          (len(new_messages), session_id, later))
-            ids = self._insert_messages(c, session_id, list(new_messages), seq_start=later)
+            if lock_holder is not None:
+                row = c.execute("SELECT holder FROM compression_locks WHERE session_id = ?",
+                                (session_id,)).fetchone()
+                if row is None or row[0] != lock_holder:
+                    raise CompressionLockLost(
+                        f"the compression lock of session {session_id} is no longer held by "
+                        f"this process (now: {row[0] if row else 'nobody'})")
+            seqs = dict(c.execute("SELECT id, seq FROM messages WHERE session_id = ?",
+                                  (session_id,)).fetchall())
+            mine = [i for i in replaced if i in seqs]  # ids of another session are ignored
+            c.executemany("UPDATE messages SET active = 0, compacted = 1 WHERE id = ? AND active = 1",
+                          [(i,) for i in mine])
+            if not mine:
+                ids = self._insert_messages(c, session_id, list(new_messages))
+            else:
+                ids = self._insert_at(c, session_id, list(new_messages), seqs, set(mine))
             c.execute("UPDATE sessions SET compactions = compactions + 1 WHERE id = ?",
                       (session_id,))
             return ids
         return self._write(tx)
 
+    def _insert_at(self, c: sqlite3.Connection, session_id: str, messages: list[dict[str, Any]],
+                   seqs: dict[int, int], replaced: set[int]) -> list[int]:
+        """Renumber from the first replaced row on: the replaced rows, ``messages``, every other row.
+
+        So the compacted rows still read in place in a full transcript, and a row another
+        writer appended meanwhile follows the compaction in the live history."""
+        start = min(seqs[i] for i in replaced)
+        later = sorted((seq, i) for i, seq in seqs.items() if seq >= start)
+        before = [i for _, i in later if i in replaced]
+        after = [i for _, i in later if i not in replaced]
+        c.executemany("UPDATE messages SET seq = ? WHERE id = ?",
+                      [(start + n, i) for n, i in enumerate(before)])
+        first_new = start + len(before)
+        ids = self._insert_messages(c, session_id, messages, seq_start=first_new)
+        c.executemany("UPDATE messages SET seq = ? WHERE id = ?",
+                      [(first_new + len(ids) + n, i) for n, i in enumerate(after)])
+        return ids
+
     def deactivate_messages(self, session_id: str, ids: list[int]) -> int:
         """Take rows out of the live history (``/undo``) without deleting them; returns how many."""
         if not ids:
             return 0
-        marks = ",".join("?" * len(ids))
-        return self._write(lambda c: c.execute(
-            f"UPDATE messages SET active = 0 WHERE session_id = ? AND active = 1 AND id IN ({marks})",
-            (session_id, *ids)).rowcount)
+        return self._write(lambda c: c.executemany(
+            "UPDATE messages SET active = 0 WHERE session_id = ? AND active = 1 AND id = ?",
+            [(session_id, int(i)) for i in ids]).rowcount)
 
     def max_message_id(self, session_id: str) -> Optional[int]:
-        """Highest row id of the session: the ``upto_id`` a compressor saw."""
+        """Highest row id of the session (a position: rows written later have higher ids)."""
         return self._read("SELECT MAX(id) FROM messages WHERE session_id = ?", (session_id,))[0][0]
 
     def search_messages(self, query: str, limit: int = 20, session_id: Optional[str] = None,
@@ -775,4 +831,5 @@ class SessionDB:
         self._write(lambda c: c.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')"))
 
 
-__all__ = ["SessionDB", "SessionDBError", "MIGRATIONS", "holder_is_dead", "new_session_id"]
+__all__ = ["SessionDB", "SessionDBError", "CompressionLockLost", "MIGRATIONS", "holder_is_dead",
+           "machine_id", "new_session_id"]

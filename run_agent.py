@@ -21,8 +21,8 @@ from agent import results
 from agent.config import HermesConfig, hermes_home, load_config, load_env_file, resolve_provider
 from agent.conversation_compression import compress_context, compression_skipped_due_to_lock
 from agent.conversation_loop import run_loop
-from agent.messages import find_tool_pair_violations, sanitize_tool_pairs
-from agent.persistence import SessionRecorder
+from agent.messages import content_text, find_tool_pair_violations, sanitize_tool_pairs
+from agent.persistence import HistoryLoadError, SessionRecorder, StoreError
 from agent.redact import redact, secret_values
 from agent.providers.openai_compat import ModelReply, abort_connections, make_openai_client, request_chat
 from agent.retry import jittered_backoff
@@ -323,17 +323,24 @@ class AIAgent:
         return self._recorder.db
 
     def _load_history(self) -> list[dict]:
-        """The agent's own history; on first use of a resumed session, its active rows from the store."""
+        """The agent's own history; on first use of a resumed session, its active rows from the store.
+
+        Raises HistoryLoadError when the store cannot be read (the next call tries again)."""
         if not self._history_loaded:
-            self._history_loaded = True
-            self.messages, stored_prompt = self._recorder.load()
-            if find_tool_pair_violations(self.messages):
+            messages, stored_prompt = self._recorder.load()
+            if find_tool_pair_violations(messages):
                 # a run that died between a tool call and its result: answer the call with a stub so the
                 # provider accepts the history again (the original rows stay in the store, inactive)
-                repaired = sanitize_tool_pairs(self.messages)
-                self._recorder.replace(self.messages, repaired)
-                self.messages = repaired
+                repaired = sanitize_tool_pairs(messages)
+                try:
+                    self._recorder.replace(messages, repaired)
+                except StoreError as exc:
+                    raise HistoryLoadError(f"Session {self.session_id} has tool calls left unanswered by an "
+                                           f"interrupted run, and the store refused the repair ({exc}). Run "
+                                           "`hermes doctor`, then try again.") from exc
+                messages = repaired
                 self._emit_status("info", "Repaired tool calls left unanswered by an interrupted run.")
+            self.messages, self._history_loaded = messages, True
             if stored_prompt and self._cached_system_prompt is None:
                 self._cached_system_prompt = stored_prompt  # byte-identical across processes
                 self._fit_tools_to(stored_prompt)
@@ -342,15 +349,17 @@ class AIAgent:
     def _adopt_history(self, messages: list[dict]) -> None:
         """A caller-supplied history is the caller's to store; only what this turn adds is written."""
         self._history_loaded = True
-        self._recorder.persisted_len = len(messages)
+        self._recorder.adopt(len(messages))
 
     def _persist_session(self, messages: list[dict]) -> None:
         """Write the messages not yet in the store, one row each (a crash loses at most the call in flight)."""
         self._recorder.persist(messages)
 
-    def _commit_compaction(self, old: list[dict], new: list[dict]) -> None:
-        """Persist a compaction in place: old rows become inactive (still searchable), new rows active."""
-        self._recorder.replace(old, new)
+    def _commit_compaction(self, old: list[dict], new: list[dict],
+                           lock_holder: Optional[str] = None) -> None:
+        """Persist a compaction in place: old rows become inactive (still searchable), new rows active.
+        With ``lock_holder`` the commit happens only if that holder still holds the compression lock."""
+        self._recorder.replace(old, new, lock_holder=lock_holder)
         self._usage_baseline = None
         self.compactions += 1
 
@@ -429,7 +438,13 @@ class AIAgent:
         self._interrupt_event.clear()
         if self._tool_ctx is not None:
             self._tool_ctx.turn = {}
-        state = build_turn(self, user_message, system_message, conversation_history, task_id, stream_callback)
+        try:
+            state = build_turn(self, user_message, system_message, conversation_history, task_id,
+                               stream_callback)
+        except HistoryLoadError as exc:  # never answer (or write) without the stored history
+            state = TurnState(agent=self, messages=list(self.messages), system_prompt="",
+                              user_message=user_message, task_id=task_id)
+            return results.failed_result(state, self._redact(str(exc)))
         try:
             preflight_compress(self, state)
             result = run_loop(self, state)
@@ -504,16 +519,24 @@ class AIAgent:
         return self.session_id
 
     def undo_last_turn(self) -> Optional[str]:
-        """Drop the last user message and everything after it; the rows stay in the store, inactive."""
+        """Drop this agent's last user message and what followed it; returns its text (for ``/retry``).
+
+        Only those messages' rows become inactive (by id; they stay in the store): rows another process
+        appended meanwhile stay live. A compaction summary is never undone: a turn that was folded into
+        one is past undoing (None, like an empty history)."""
+        from agent.context_compressor import last_compaction_index
+
         messages = self._load_history()
-        idx = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"), None)
+        floor = last_compaction_index(messages) + 1
+        idx = next((i for i in range(len(messages) - 1, floor - 1, -1)
+                    if messages[i].get("role") == "user"), None)
         if idx is None:
             return None
-        removed = messages[idx].get("content")
+        removed = content_text(messages[idx].get("content"))
         self._recorder.truncate(messages, idx)
         self.messages = messages[:idx]
         self._usage_baseline = None
-        return removed if isinstance(removed, str) else str(removed)
+        return removed
 
     def usage(self) -> dict:
         comp = self.context_compressor

@@ -36,6 +36,9 @@ SUMMARY_MARKER = (
     "this is a hand-off note, not instructions.]"
 )
 SUMMARY_END = "[END OF SUMMARY]"
+# the assistant's side of a standalone user-role summary, when the next message is the user's (see
+# place_summary); exact text, so it is recognised without a flag on the wire
+SUMMARY_ACK = "[Noted the context summary above; continuing from it.]"
 SAME_OUTPUT_STUB = "[same output as an earlier call]"
 PRUNED_PREFIX = "[tool output pruned: "
 
@@ -90,13 +93,32 @@ def is_summary_message(msg: dict) -> bool:
     return isinstance(msg, dict) and msg.get("role") != "tool" and _first_text(msg).startswith(SUMMARY_MARKER)
 
 
+def is_summary_ack(msg: dict) -> bool:
+    """True for the assistant acknowledgement placed right after a user-role summary."""
+    return (isinstance(msg, dict) and msg.get("role") == "assistant" and not msg.get("tool_calls")
+            and msg.get("content") == SUMMARY_ACK)
+
+
+def is_compaction_message(msg: dict) -> bool:
+    """A message a compaction wrote (summary or its acknowledgement): never the user's own words, so
+    ``/undo`` never removes it and ``/retry`` never resends it."""
+    return is_summary_message(msg) or is_summary_ack(msg)
+
+
+def last_compaction_index(messages: list[dict]) -> int:
+    """Index of the newest compaction message (-1 when none): the history before it is compacted."""
+    return next((i for i in range(len(messages) - 1, -1, -1) if is_compaction_message(messages[i])), -1)
+
+
 def _summary_block(text: str) -> str:
     return f"{SUMMARY_MARKER}\n{text.strip()}\n{SUMMARY_END}"
 
 
 def split_summary(msg: dict) -> tuple[str, Optional[dict]]:
     """``(summary_text, rest)`` of a summary message: ``rest`` is the message with the summary block
-    removed (a shallow copy), or None when nothing else was in it."""
+    removed (a shallow copy), or None when nothing else was in it. An acknowledgement is ("", None)."""
+    if is_summary_ack(msg):
+        return "", None
     first = _first_text(msg)
     body = first[len(SUMMARY_MARKER):]
     end = body.find(SUMMARY_END)
@@ -139,12 +161,14 @@ def _side(msg: dict) -> str:
 
 
 def place_summary(block: str, head: list[dict], tail: list[dict]) -> list[dict]:
-    """The summary message followed by ``tail``, placed so user/assistant alternation stays valid
+    """The summary message(s) followed by ``tail``, placed so user/assistant alternation stays valid
     after ``head`` (tool messages count as the assistant side; ``tail`` must not start with a tool).
 
-    The summary gets a role different from both neighbours; when none exists (the neighbours are
-    on different sides) the summary block is prepended to the first tail message instead. An empty
-    head behaves like an assistant before it, so a leading summary is a user message."""
+    The summary gets a role different from both neighbours. When none exists (the neighbours are on
+    different sides) and the tail starts with an assistant message, the block is prepended to it;
+    when the tail starts with the user's message, the summary is a user message answered by
+    :data:`SUMMARY_ACK`: it is never merged into the user's own words (``/retry`` resends those).
+    An empty head behaves like an assistant before it, so a leading summary is a user message."""
     if not tail:
         raise ValueError("tail must not be empty")
     prev_side = _side(head[-1]) if head else "assistant"
@@ -153,6 +177,9 @@ def place_summary(block: str, head: list[dict], tail: list[dict]) -> list[dict]:
     if prev_side == next_side:
         role = "assistant" if next_side == "user" else "user"
         return [{"role": role, "content": block}] + list(tail)
+    if next_side == "user":
+        ack = {"role": "assistant", "content": SUMMARY_ACK}
+        return [{"role": "user", "content": block}, ack] + list(tail)
     return [_merge_block(block, first)] + list(tail[1:])
 
 
@@ -343,7 +370,9 @@ class ContextCompressor:
             if is_summary_message(m):
                 summaries.append(i)
                 if m.get("role") == "user" and split_summary(m)[1] is not None:
-                    last_user = i  # merged into a real user turn
+                    last_user = i  # merged into a real user turn (histories written before SUMMARY_ACK)
+            elif is_summary_ack(m):
+                summaries.append(i)  # travels with its summary
             elif m.get("role") == "user":
                 last_user = i
 
@@ -429,7 +458,7 @@ class ContextCompressor:
         items: list[tuple[str, str]] = []
         for m in middle:
             role = m.get("role")
-            if is_summary_message(m):
+            if is_compaction_message(m):
                 _, rest = split_summary(m)
                 if rest is None:
                     continue
@@ -530,7 +559,7 @@ class ContextCompressor:
         middle: list[dict] = []
         for i in range(head_end, tail_start):
             m = work[i]
-            if summaries and is_summary_message(m):
+            if summaries and is_compaction_message(m):
                 text, rest = split_summary(m)
                 if text:
                     previous_parts.append(text)
@@ -581,15 +610,15 @@ class ContextCompressor:
             block = _summary_block(self._digest(middle, previous, budget))
         fallback = summary_text is None
         placed = place_summary(block, head, tail)
-        standalone = len(placed) == len(tail) + 1
+        added = len(placed) - len(tail)  # 0: merged into tail[0]; 1: standalone; 2: with SUMMARY_ACK
         new = head + placed
-        new_est = (sum(toks[:head_end]) + estimate_message_tokens(placed[0])
-                   + sum(toks[tail_start + (0 if standalone else 1):]))
+        new_est = (sum(toks[:head_end]) + sum(estimate_message_tokens(m) for m in placed[:max(1, added)])
+                   + sum(toks[tail_start + (1 if added == 0 else 0):]))
 
         if not self.fits(max(0, base - (est - new_est)) + extra):
             # last resort (the tail alone is too big): stub smaller tool outputs too, the tail first
             # (oldest first), then the head
-            offset = head_end + (1 if standalone else 0)
+            offset = head_end + added
             head_part, segment = new[:offset], new[offset:]
             need = max(0, base - (est - new_est)) + extra - self._window
             cut = self._prune_range(segment, [estimate_message_tokens(m) for m in segment], 0, len(segment),

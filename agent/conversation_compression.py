@@ -12,7 +12,7 @@ import secrets
 import threading
 from typing import Any, Optional
 
-from agent.persistence import StoreError
+from agent.persistence import CompactionRefused, StoreError
 from agent.tokens import estimate_messages_tokens_rough, estimate_text_tokens, estimate_tools_tokens
 
 log = logging.getLogger(__name__)
@@ -41,16 +41,29 @@ def made_progress(before: list, after: list) -> bool:
     return b > 0 and estimate_messages_tokens_rough(after) <= b * 0.95
 
 
+LOCK_LOST_WARNING = ("Compaction discarded: another process took over compressing this session while the "
+                     "summary was being written. The conversation is unchanged.")
+
+
 def lock_holder(agent: Any) -> str:
+    """``pid=…:tid=…:agent=…:nonce=…:host=…``; the host (``hermes_state.machine_id``) keeps another
+    machine's pid from ever being judged dead here."""
+    from hermes_state import machine_id
+
     return (f"pid={os.getpid()}:tid={threading.get_ident()}:agent={id(agent):x}"
-            f":nonce={secrets.token_hex(4)}")
+            f":nonce={secrets.token_hex(4)}:host={machine_id()}")
 
 
-class _LeaseRefresher:
-    """Extends the lock's lease while a long summary runs, so a live holder is never reclaimed."""
+class LeaseRefresher:
+    """Extends the lock's lease while a long summary runs, so a live holder is never reclaimed.
 
-    def __init__(self, db: Any, session_id: str, holder: str, ttl: int, every: float) -> None:
+    A refresh that finds the lock no longer ours sets ``lost``: the compaction must then be
+    discarded (the commit is fenced by the store as well).
+    """
+
+    def __init__(self, db: Any, session_id: str, holder: str, ttl: float, every: float) -> None:
         self._stop = threading.Event()
+        self.lost = threading.Event()
         self._args = (db, session_id, holder, ttl)
         self._every = every
         self._thread = threading.Thread(target=self._run, name="hermes-lock-lease", daemon=True)
@@ -61,11 +74,12 @@ class _LeaseRefresher:
             try:
                 if not db.refresh_compression_lock(session_id, holder, ttl_seconds=ttl):
                     log.warning("compression lock for %s was lost while summarising", session_id)
+                    self.lost.set()
                     return
             except Exception as exc:  # the summary goes on; the next refresh may succeed
                 log.warning("could not refresh compression lock: %s", exc)
 
-    def __enter__(self) -> "_LeaseRefresher":
+    def __enter__(self) -> "LeaseRefresher":
         self._thread.start()
         return self
 
@@ -84,21 +98,36 @@ def _acquire(agent: Any, db: Any, session_id: str) -> Optional[str]:
         ok = False
     if ok:
         return holder
+    _signal_lock_skip(agent, db, session_id)
+    return None
+
+
+def _signal_lock_skip(agent: Any, db: Any, session_id: str) -> None:
+    """The lock is (now) someone else's: the signal names the holder, or is True when unknown."""
     current = None
     try:
         current = db.get_compression_lock_holder(session_id)
     except Exception:
         pass
     agent._compression_skipped_due_to_lock = current if isinstance(current, str) and current else True
-    return None
+
+
+def _discard_lost(agent: Any, db: Any, session_id: str, messages: list,
+                  system_message: str) -> tuple[list, str]:
+    """The lease was lost during the summary: drop the compaction, and treat the pass as a lock-skip
+    (another process may be compressing now), so a 413 defers the turn instead of exhausting it."""
+    agent._emit_status("warning", LOCK_LOST_WARNING)
+    _signal_lock_skip(agent, db, session_id)
+    return messages, system_message
 
 
 def compress_context(agent: Any, messages: list, system_message: str, *, approx_tokens: Optional[int] = None,
                      focus: Optional[str] = None, force: bool = False, overflowed: bool = False) -> tuple[list, str]:
     """One compression pass under the session's lock; returns (messages, system prompt).
 
-    Returns the very list it was given when nothing changed (lock held elsewhere, nothing to do,
-    summary failed while the request still fits), so callers can test identity.
+    Returns the very list it was given when nothing changed (lock held elsewhere or lost during the
+    summary, nothing to do, no progress, summary failed while the request still fits), so callers can
+    test identity. The commit is fenced: it happens only while this pass still holds the lock.
     """
     agent._compression_skipped_due_to_lock = None
     comp = agent.context_compressor
@@ -117,17 +146,25 @@ def compress_context(agent: Any, messages: list, system_message: str, *, approx_
         current = max(0, approx_tokens - extra) if approx_tokens is not None else estimate_messages_tokens_rough(messages)
         if overflowed:  # the provider said it does not fit, whatever our estimate says
             current = max(current, getattr(comp, "window", comp.context_length) + 1 - extra)
+        lease = None
         if holder is not None:
-            with _LeaseRefresher(db, session_id, holder, LOCK_TTL_SECONDS, LEASE_REFRESH_SECONDS):
+            with LeaseRefresher(db, session_id, holder, LOCK_TTL_SECONDS, LEASE_REFRESH_SECONDS) as lease:
                 result = comp.compress(messages, current_tokens=current, focus=focus, force=force, extra_tokens=extra)
         else:
             result = comp.compress(messages, current_tokens=current, focus=focus, force=force, extra_tokens=extra)
         if result.warning:
             agent._emit_status("warning", result.warning)
-        if not result.changed or result.messages is messages:
+        if not result.changed or not made_progress(messages, result.messages):
+            # a pass that made no progress is not committed either: the caller keeps its list, and the
+            # store must keep matching it
             return messages, system_message
+        if lease is not None and lease.lost.is_set():
+            return _discard_lost(agent, db, session_id, messages, system_message)
         try:
-            agent._commit_compaction(messages, result.messages)
+            agent._commit_compaction(messages, result.messages, lock_holder=holder)
+        except CompactionRefused as exc:  # the store's fence: the lease was lost during the summary
+            log.warning("compaction of %s refused: %s", session_id, exc)
+            return _discard_lost(agent, db, session_id, messages, system_message)
         except StoreError as exc:  # keep the full history rather than a compaction the store lacks
             agent._emit_status("warning", f"Compaction not applied: the session store failed ({exc}). "
                                           f"The conversation is unchanged.")

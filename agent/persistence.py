@@ -25,11 +25,31 @@ class StoreError(Exception):
     """The session store could not take a write that must not be half-done."""
 
 
+class HistoryLoadError(StoreError):
+    """The stored history of a session could not be read: the turn must not go on without it.
+
+    Going on with an empty history would answer out of context, and a later compaction could
+    mark rows inactive that this agent never read.
+    """
+
+
+class CompactionRefused(StoreError):
+    """The compaction commit found the compression lock taken over: nothing was changed."""
+
+
 class SessionRecorder:
+    """Which messages of the live history are in the store, under which row ids.
+
+    ``row_ids`` runs parallel to the agent's history: ``row_ids[i]`` is the store row of message
+    ``i`` (None for a message the caller supplied and keeps itself); messages past its length are
+    not written yet. Compaction and ``/undo`` act on these ids only, so rows another process
+    appended to the same session are never taken out of the live history.
+    """
+
     def __init__(self, db: Any, session_id: str, source: str, model: Callable[[], str],
                  warn: Callable[[str], None]) -> None:
         self._db = db
-        self._db_failed = False
+        self._db_error: Optional[Exception] = None  # why the default store could not be opened
         self._model = model
         self._warn = warn
         self.source = source
@@ -39,19 +59,22 @@ class SessionRecorder:
         """Point at a (possibly new) session; nothing of the previous one is carried over."""
         self.session_id = session_id
         self.known = False          # the session row exists in the store
-        self.persisted_len = 0      # messages[:persisted_len] of the live history are on disk
-        self.last_row_id: Optional[int] = None
+        self.row_ids: list[Optional[int]] = []
         self.pending_usage = (0, 0)  # token counts that ride on the next write
+
+    def adopt(self, count: int) -> None:
+        """A caller-supplied history of ``count`` messages: the caller's to store, not ours."""
+        self.row_ids = [None] * count
 
     @property
     def db(self) -> Any:
-        if self._db is None and not self._db_failed:
+        if self._db is None and self._db_error is None:
             try:
                 from hermes_state import SessionDB
 
                 self._db = SessionDB()
             except Exception as exc:
-                self._db_failed = True
+                self._db_error = exc
                 self._warn(f"Session store unavailable ({exc}); this conversation is not being saved. "
                            f"Run `hermes doctor` to diagnose.")
         return self._db
@@ -62,22 +85,26 @@ class SessionRecorder:
             self.known = True
 
     def load(self) -> tuple[list[dict], Optional[str]]:
-        """The active history and stored system prompt of an existing session ([] and None if new)."""
+        """The active history and stored system prompt of an existing session ([] and None if new).
+
+        Raises HistoryLoadError (having written nothing) when the store cannot be read.
+        """
         db = self.db
         if db is None:
-            return [], None
+            raise HistoryLoadError(f"Session {self.session_id} could not be read: {self._db_error}. Nothing "
+                                   "was sent or saved; run `hermes doctor`, then try again.")
         try:
             row = db.get_session(self.session_id)
             if row is None:
                 return [], None
-            self.known = True
-            messages = db.get_active_messages(self.session_id)
-            self.persisted_len = len(messages)
-            self.last_row_id = db.max_message_id(self.session_id)
-            return messages, row.get("system_prompt") or None
+            messages, ids = db.get_active_history(self.session_id)
         except Exception as exc:
-            self._warn(f"Could not load session {self.session_id}: {exc}")
-            return [], None
+            raise HistoryLoadError(f"Session {self.session_id} could not be read from the session store "
+                                   f"({exc}). Nothing was sent or saved; run `hermes doctor` to check the "
+                                   "store, then try again.") from exc
+        self.known = True
+        self.row_ids = list(ids)
+        return messages, row.get("system_prompt") or None
 
     def add_usage(self, prompt_tokens: int, completion_tokens: int) -> None:
         p, c = self.pending_usage
@@ -85,13 +112,13 @@ class SessionRecorder:
 
     def persist(self, messages: list[dict]) -> None:
         """Write the messages not yet on disk, in one transaction."""
-        if self.persisted_len >= len(messages):
-            self.persisted_len = min(self.persisted_len, len(messages))
+        if len(self.row_ids) >= len(messages):
+            del self.row_ids[len(messages):]
             return
         db = self.db
         if db is None:
             return
-        pending = messages[self.persisted_len:]
+        pending = messages[len(self.row_ids):]
         rows = _with_tool_names(pending, messages[-len(pending) - 8:])
         try:
             self._ensure_row(db)
@@ -100,39 +127,45 @@ class SessionRecorder:
         except Exception as exc:
             self._warn(f"Could not save messages to the session store: {exc}")
             return
-        self.persisted_len = len(messages)
-        if ids:
-            self.last_row_id = max(ids)
+        self.row_ids.extend(ids)
 
-    def replace(self, old: list[dict], new: list[dict]) -> None:
-        """Make ``new`` the active history: ``old`` is flushed first, then marked inactive, never deleted.
+    def replace(self, old: list[dict], new: list[dict], lock_holder: Optional[str] = None) -> None:
+        """Make ``new`` the active history in place of ``old``: exactly ``old``'s rows become inactive.
 
-        Raises StoreError (and changes nothing) when the store cannot take it: a compaction that could
-        not flush ``old`` first would summarise away rows that were never stored verbatim.
+        ``old`` is flushed first. Raises StoreError (and changes nothing) when the store cannot take
+        it: a compaction that could not flush ``old`` would summarise away rows never stored
+        verbatim. With ``lock_holder`` the commit is fenced by the compression lock; a lock taken
+        over meanwhile raises CompactionRefused.
         """
         self.persist(old)
         db = self.db
-        if db is not None:
-            if self.persisted_len < len(old):
-                raise StoreError("the messages before the compaction could not be saved")
-            try:
-                self._ensure_row(db)
-                ids = db.replace_active_messages(self.session_id, _with_tool_names(new, new),
-                                                 upto_id=self.last_row_id)
-            except Exception as exc:
-                raise StoreError(str(exc)) from exc
-            if ids:
-                self.last_row_id = max(ids)
-        self.persisted_len = len(new)
+        if db is None:
+            self.row_ids = [None] * len(new)
+            return
+        if len(self.row_ids) < len(old):
+            raise StoreError("the messages before the compaction could not be saved")
+        replaced = [i for i in self.row_ids[:len(old)] if i is not None]
+        try:
+            from hermes_state import CompressionLockLost
+
+            self._ensure_row(db)
+            ids = db.replace_active_messages(self.session_id, _with_tool_names(new, new), replaced,
+                                             lock_holder=lock_holder)
+        except CompressionLockLost as exc:
+            raise CompactionRefused(str(exc)) from exc
+        except Exception as exc:
+            raise StoreError(str(exc)) from exc
+        self.row_ids = list(ids)
 
     def truncate(self, messages: list[dict], keep: int) -> None:
-        """Take the live history back to its first ``keep`` messages; later rows become inactive."""
+        """Take the live history back to its first ``keep`` messages: the rows of the later ones (and
+        only those, by id) become inactive. A store failure raises and changes nothing."""
         self.persist(messages)
+        dropped = [i for i in self.row_ids[keep:] if i is not None]
         db = self.db
-        if db is not None and self.known:
-            rows = db.get_messages(self.session_id)
-            db.deactivate_messages(self.session_id, [r["id"] for r in rows[keep:]])
-        self.persisted_len = keep
+        if db is not None and dropped:
+            db.deactivate_messages(self.session_id, dropped)
+        del self.row_ids[keep:]
 
     def store_system_prompt(self, text: str) -> None:
         db = self.db

@@ -285,41 +285,29 @@ class ChatSession:
             self.r.info("No messages yet in this session.")
         return True
 
-    def _last_user_text(self) -> Optional[str]:
-        from hermes_cli.sessions import content_text
-
-        for m in reversed(list(getattr(self.agent, "messages", None) or [])):
-            if m.get("role") == "user":
-                return content_text(m.get("content"))
-        return None
-
-    def _undo(self) -> Optional[bool]:
+    def _undo(self) -> Optional[str]:
+        """The agent's undo: the text of the message it took back (never a compaction summary), or None."""
         fn = getattr(self.agent, "undo_last_turn", None)
         if not callable(fn):
             self.r.warn("Undo is not supported by this agent build.")
             return None
-        return bool(fn())
+        return fn()
 
     def cmd_undo(self, arg: str) -> bool:
-        last = self._last_user_text()
-        done = self._undo()
-        if done is None:
-            return True
-        if done and last is not None:
-            self.r.info(f"Removed your last message and its answer: {' '.join(last.split())[:80]}")
+        removed = self._undo()
+        if removed is not None:
+            self.r.info(f"Removed your last message and its answer: {' '.join(removed.split())[:80]}")
         else:
             self.r.info("Nothing to undo.")
         return True
 
     def cmd_retry(self, arg: str) -> bool:
-        last = self._last_user_text()
-        if last is None:
+        removed = self._undo()
+        if removed is None:
             self.r.info("Nothing to retry yet.")
             return True
-        if not self._undo():
-            return True
-        self.r.info(f"Retrying: {' '.join(last.split())[:80]}", "dim")
-        self.send(last)
+        self.r.info(f"Retrying: {' '.join(removed.split())[:80]}", "dim")
+        self.send(removed)
         return True
 
     def _ensure_stored(self) -> Any:

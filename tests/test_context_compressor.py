@@ -14,7 +14,10 @@ from agent.context_compressor import (
     SUMMARY_MARKER,
     CompressionResult,
     ContextCompressor,
+    is_compaction_message,
+    is_summary_ack,
     is_summary_message,
+    last_compaction_index,
     place_summary,
     split_summary,
 )
@@ -314,19 +317,33 @@ def test_placement_keeps_alternation_in_every_combination(head_kind, tail_kind):
     assert len(summaries_in(out)) == 1
     if not head:
         assert out[0]["role"] == "user"  # a leading summary is a user message
-    # nothing of the tail was lost
-    assert message_text(tail[0]) in message_text(placed[0]) + message_text(placed[1] if len(placed) > 1 else {})
+    # nothing of the tail was lost, and the user's own message is never merged with the summary
+    if tail[0]["role"] == "user":
+        assert placed[len(placed) - len(tail)] is tail[0]
+    else:
+        assert message_text(tail[0]) in message_text(placed[0]) + message_text(placed[1] if len(placed) > 1 else {})
+    assert not any(m["role"] == "user" and split_summary(m)[1] is not None for m in summaries_in(out))
     if len(tail) > 1:
         assert placed[-1] is tail[-1]
     # merged messages are copies, the input is untouched
     assert not is_summary_message(tail[0])
 
 
+def test_summary_is_never_merged_into_the_users_message():
+    question = user("the question")
+    placed = place_summary(BLOCK, [asst("a")], [question])
+    assert [m["role"] for m in placed] == ["user", "assistant", "user"]
+    assert split_summary(placed[0]) == ("the summary", None) and placed[2] is question
+    assert is_summary_ack(placed[1]) and split_summary(placed[1]) == ("", None)
+    assert [is_compaction_message(m) for m in placed] == [True, True, False]
+    assert last_compaction_index(placed) == 1 and last_compaction_index([question]) == -1
+
+
 def test_merged_summary_splits_back():
-    msg = place_summary(BLOCK, [asst("a")], [user("the question")])[0]
-    assert msg["role"] == "user" and is_summary_message(msg)
+    msg = place_summary(BLOCK, [user("u")], [asst("the answer")])[0]
+    assert msg["role"] == "assistant" and is_summary_message(msg)
     text, rest = split_summary(msg)
-    assert text == "the summary" and rest["content"] == "the question"
+    assert text == "the summary" and rest["content"] == "the answer"
     standalone = place_summary(BLOCK, [user("u")], [user("q")])[0]
     assert standalone["role"] == "assistant"
     assert split_summary(standalone) == ("the summary", None)
@@ -360,6 +377,10 @@ def test_random_histories_stay_well_formed(seed):
         assert check_well_formed(new) == [], check_well_formed(new)
         assert last_user_text(new) == last_user_text(msgs)
         assert len(summaries_in(new)) <= 1
+        acks = [i for i, m in enumerate(new) if is_summary_ack(m)]  # only right after a user-role summary
+        assert len(acks) <= 1
+        assert all(new[i - 1]["role"] == "user" and is_summary_message(new[i - 1]) for i in acks)
+        assert not any(m["role"] == "user" and split_summary(m)[1] is not None for m in summaries_in(new))
         # no invented ids, no result dropped whose call is kept
         call_ids = {tc["id"] for m in new for tc in m.get("tool_calls") or []}
         result_ids = {m["tool_call_id"] for m in new if m["role"] == "tool"}

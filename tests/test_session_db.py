@@ -314,7 +314,7 @@ def test_compaction_in_place(db: SessionDB) -> None:
     new = [{"role": "system", "content": "sys"},
            {"role": "user", "content": "[summary] discussed aardvarks and pangolins"},
            {"role": "assistant", "content": "scales"}]
-    new_ids = db.replace_active_messages(sid, new)
+    new_ids = db.replace_active_messages(sid, new, old_ids)
     assert min(new_ids) > max(old_ids)
     assert db.get_active_messages(sid) == new
     rows = db.get_messages(sid, include_inactive=True)
@@ -331,19 +331,48 @@ def test_compaction_in_place(db: SessionDB) -> None:
     assert db.integrity_check() == []
 
 
-def test_compaction_upto_id_keeps_later_rows_after_the_summary(db: SessionDB) -> None:
+def test_compaction_replaces_exactly_the_given_rows(db: SessionDB) -> None:
+    """Rows another writer appended (between this agent's rows and after them) stay live, after the
+    new rows; the full transcript reads: replaced rows, the compaction, the other rows."""
     sid = db.create_session("s")
-    db.append_messages(sid, [{"role": "user", "content": f"m{i}"} for i in range(4)])
-    seen = db.max_message_id(sid)
-    late = db.append_messages(sid, [{"role": "user", "content": "late question"},
-                                    {"role": "assistant", "content": "late answer"}])
-    db.replace_active_messages(sid, [{"role": "user", "content": "summary of m0-m3"}],
-                               upto_id=seen)
+    mine = db.append_messages(sid, [{"role": "user", "content": f"m{i}"} for i in range(4)])
+    theirs = db.append_messages(sid, [{"role": "user", "content": "their question"}])
+    mine += db.append_messages(sid, [{"role": "assistant", "content": "my answer"}])
+    theirs += db.append_messages(sid, [{"role": "assistant", "content": "their answer"}])
+    messages, ids = db.get_active_history(sid)
+    assert ids == sorted(mine + theirs) and len(messages) == 7
+    assert db.get_active_messages(sid) == messages
+    new_ids = db.replace_active_messages(sid, [{"role": "user", "content": "summary of mine"},
+                                               {"role": "assistant", "content": "my answer"}], mine)
     assert [m["content"] for m in db.get_active_messages(sid)] == \
-        ["summary of m0-m3", "late question", "late answer"]
-    assert [r["id"] for r in db.get_messages(sid)][1:] == late
+        ["summary of mine", "my answer", "their question", "their answer"]
+    assert db.get_active_history(sid)[1] == new_ids + theirs
+    rows = db.get_messages(sid, include_inactive=True)
+    assert [r["id"] for r in rows] == mine + new_ids + theirs
+    assert [r["compacted"] for r in rows] == [1] * 5 + [0] * 4
     db.append_message(sid, "user", "next")
     assert db.get_active_messages(sid)[-1]["content"] == "next"
+    # unknown ids (or another session's) replace nothing: the new rows are appended
+    other = db.create_session("o")
+    db.replace_active_messages(other, [{"role": "user", "content": "x"}], [mine[0], 10**9])
+    assert len(db.get_active_messages(sid)) == 5 and db.get_active_messages(other)[0]["content"] == "x"
+
+
+def test_fenced_compaction_commits_only_for_the_lock_holder(db: SessionDB) -> None:
+    sid = db.create_session("s")
+    ids = db.append_messages(sid, [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}])
+    me, thief = holder_for(os.getpid(), "aaaaaaaa"), holder_for(os.getpid(), "bbbbbbbb")
+    summary = [{"role": "user", "content": "summary"}]
+    with pytest.raises(hermes_state.CompressionLockLost, match="nobody"):
+        db.replace_active_messages(sid, summary, ids, lock_holder=me)  # never held
+    assert db.try_acquire_compression_lock(sid, me, ttl_seconds=-1)  # held, then expired...
+    assert db.try_acquire_compression_lock(sid, thief)  # ...and taken over
+    with pytest.raises(hermes_state.CompressionLockLost, match="nonce=bbbbbbbb"):
+        db.replace_active_messages(sid, summary, ids, lock_holder=me)
+    assert db.get_active_history(sid)[1] == ids and db.get_session(sid)["compactions"] == 0
+    assert len(db.get_messages(sid, include_inactive=True)) == 2
+    db.replace_active_messages(sid, summary, ids, lock_holder=thief)
+    assert db.get_active_messages(sid) == summary
 
 
 def test_corrupt_rows_do_not_break_reads(db: SessionDB) -> None:
