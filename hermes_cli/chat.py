@@ -483,7 +483,10 @@ def run_repl(args: Any, cfg: Any) -> int:
                 if armed:
                     break
                 armed = True
-                r.info("(Ctrl+C again to quit, or Ctrl+D)", "dim")
+                try:  # the terminal is cooked until the prompt is back: a 2nd Ctrl+C lands here
+                    r.info("(Ctrl+C again to quit, or Ctrl+D)", "dim")
+                except KeyboardInterrupt:
+                    break
                 continue
             except EOFError:
                 break
