@@ -204,8 +204,9 @@ def holder_is_dead(holder: str) -> bool:
 
 
 def _fts_fallback_query(query: str) -> str:
-    """Every whitespace-separated term as a quoted phrase: the FTS5 syntax can no longer fail."""
-    terms = [t.replace('"', "") for t in query.split()]
+    """Every whitespace-separated term as a quoted phrase (dangling operators dropped): the FTS5
+    syntax can no longer fail."""
+    terms = [t.replace('"', "") for t in query.split() if t not in ("AND", "OR", "NOT")]
     return " ".join('"' + t + '"' for t in terms if any(ch.isalnum() for ch in t))
 
 
@@ -222,6 +223,8 @@ class SessionDB:
     dicts), ``get_active_history`` (the same with row ids), ``replace_active_messages``
     (compaction in place, by row id, optionally fenced by the lock), ``deactivate_messages``
     (``/undo``, by row id), ``max_message_id``, ``search_messages`` (FTS5, includes compacted rows).
+    Session search (SPEC §11): ``search_sessions``, ``messages_around``, ``session_head_tail``,
+    ``recent_sessions``.
     Gateway: ``bind_session_key``, ``get_session_for_key``.
     Delegation: ``record_delegation``, ``list_children``.
     Compression lock (SPEC §5): ``try_acquire_compression_lock``, ``refresh_compression_lock``,
@@ -679,6 +682,147 @@ class SessionDB:
                     raise
                 logger.debug("fts query %r rejected (%s); retrying quoted", attempt, exc)
         return []
+
+    # -- session search (SPEC §11): the queries behind the session_search tool -----------------
+
+    _CHILD = "(s.source IN ('subagent', 'cron') OR s.parent_session_id IS NOT NULL)"
+    SEARCH_SORTS = ("newest", "oldest", "relevance")
+    _FIRST_WINDOW = 20_000  # row ids per step of a search, growing 5x per step
+    _RELEVANCE_POOL = 1_000  # matches ranked by relevance: the newest this many
+
+    def search_sessions(self, query: str, limit: int = 3, offset: int = 0, sort: str = "newest",
+                        include_children: bool = False) -> tuple[list[dict[str, Any]], bool]:
+        """Sessions with a message matching ``query`` (FTS5 syntax; junk is retried quoted), one hit
+        each: ``(hits, more)``. Compacted and undone rows match too (``active``/``compacted`` say
+        which). Subagent and cron sessions (source, or a parent session) only with
+        ``include_children``. ``relevance`` ranks the newest 1,000 matches.
+
+        The index is read in windows of row ids from the newest (or oldest) end, each 5x the last,
+        stopping once enough sessions are found: a common word costs no more than a rare one.
+        A hit: session_id, title, source, started_at, updated_at, message_id, role, active,
+        compacted, snippet (the match marked »like this«).
+        """
+        if sort not in self.SEARCH_SORTS:
+            raise ValueError(f"sort must be one of {', '.join(self.SEARCH_SORTS)}, not {sort!r}")
+        if not (query or "").strip():
+            return [], False
+        offset, limit = max(0, int(offset)), max(1, int(limit))
+        for match in (query, _fts_fallback_query(query)):
+            if not match:
+                return [], False
+            try:
+                hits = self._search_windows(match, offset + limit + 1, sort, include_children)
+                break
+            except sqlite3.OperationalError as exc:
+                if _is_busy(exc):
+                    raise
+                logger.debug("fts query %r rejected (%s); retrying quoted", match, exc)
+        else:
+            return [], False
+        page = hits[offset:offset + limit]
+        if not self._snippets_in_scan(match, sort):
+            for hit in page:
+                rows = self._read("SELECT snippet(messages_fts, 0, '»', '«', '…', 16) FROM messages_fts"
+                                  " WHERE messages_fts MATCH ? AND rowid = ?", (match, hit["message_id"]))
+                hit["snippet"] = rows[0][0] if rows else ""
+        return page, len(hits) > offset + limit
+
+    @staticmethod
+    def _snippets_in_scan(match: str, sort: str) -> bool:
+        """A prefix term makes every extra MATCH query re-read its doclist: take snippets in the scan
+        then. Otherwise a lookup per hit afterwards is cheaper than a snippet per row scanned."""
+        return "*" in match and sort != "relevance"
+
+    def _search_windows(self, match: str, want: int, sort: str, include_children: bool) -> list[dict]:
+        """Hits, the first per session in ``sort`` order, up to ``want`` sessions."""
+        ranked = sort == "relevance"
+        extra = ("rank" if ranked else "snippet(messages_fts, 0, '»', '«', '…', 16)"
+                 if self._snippets_in_scan(match, sort) else "NULL")
+        where = "" if include_children else f" AND NOT {self._CHILD}"
+        sql = ("SELECT m.session_id, m.id AS message_id, m.role, m.active, m.compacted, s.title, s.source,"
+               f" s.started_at, s.updated_at, {extra} AS extra"
+               " FROM messages_fts JOIN messages AS m ON m.id = messages_fts.rowid"
+               " JOIN sessions AS s ON s.id = m.session_id"
+               f" WHERE messages_fts MATCH ? AND messages_fts.rowid BETWEEN ? AND ?{where}"
+               " ORDER BY messages_fts.rowid " + ("ASC" if sort == "oldest" else "DESC"))
+        top = self._read("SELECT COALESCE(MAX(id), 0) FROM messages")[0][0]
+        seen: set[str] = set()
+        hits: list[dict] = []
+        pool: list[dict] = []
+        # FTS5 reads a prefix term's whole doclist whatever the rowid bounds: one pass, not several
+        done, step = 0, (top if "*" in match else self._FIRST_WINDOW)
+        with self._lock:
+            while done < top and len(hits) < want and len(pool) < self._RELEVANCE_POOL:
+                if sort == "oldest":
+                    lo, hi = done + 1, done + step
+                else:
+                    lo, hi = top - done - step + 1, top - done
+                cur = self.conn.execute(sql, (match, lo, hi))  # read lazily: an early stop is cheap
+                cur.row_factory = sqlite3.Row
+                for row in cur:
+                    if ranked:
+                        pool.append(dict(row))
+                        if len(pool) >= self._RELEVANCE_POOL:
+                            break
+                    elif row["session_id"] not in seen:
+                        seen.add(row["session_id"])
+                        hits.append(dict(row))
+                        if len(hits) >= want:
+                            break
+                cur.close()
+                done += step
+                step *= 5
+        for row in sorted(pool, key=lambda r: r["extra"]):  # bm25 rank: lower is better
+            if row["session_id"] not in seen and len(hits) < want:
+                seen.add(row["session_id"])
+                hits.append(row)
+        for hit in hits:
+            extra = hit.pop("extra")
+            hit["snippet"] = None if ranked else extra
+        return hits
+
+    def _message_rows(self, where: str, params: Iterable[Any], order: str,
+                      limit: int) -> list[dict[str, Any]]:
+        rows = self._read("SELECT id, session_id, role, content, content_parts, tool_calls, tool_name,"
+                          f" active, compacted, created_at FROM messages WHERE {where}"
+                          f" ORDER BY {order} LIMIT ?", (*params, int(limit)))
+        out = []
+        for row in rows:
+            d = dict(row)
+            d["content"] = _decode_content(d["content"], d.pop("content_parts"))
+            d["tool_calls"], _ = _parse_tool_calls(d["tool_calls"])
+            out.append(d)
+        return out
+
+    def messages_around(self, session_id: str, message_id: int, before: int = 2,
+                        after: int = 2) -> list[dict[str, Any]]:
+        """The rows written just before and after ``message_id`` in its session (by row id, so a
+        compacted row comes with its original neighbours), the row itself included."""
+        older = self._message_rows("session_id = ? AND id < ?", (session_id, message_id), "id DESC", before)
+        rest = self._message_rows("session_id = ? AND id >= ?", (session_id, message_id), "id", after + 1)
+        return older[::-1] + rest
+
+    def session_head_tail(self, session_id: str, head: int = 3,
+                          tail: int = 3) -> tuple[list[dict], list[dict], int]:
+        """(first rows, last rows not already in the first, total rows) of a session, every row
+        counted (compacted ones too): what it was about and how it ended."""
+        total = self._read("SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,))[0][0]
+        first = self._message_rows("session_id = ?", (session_id,), "id", head)
+        rest = min(tail, max(0, total - len(first)))
+        last = self._message_rows("session_id = ?", (session_id,), "id DESC", rest)
+        return first, last[::-1], int(total)
+
+    def recent_sessions(self, limit: int = 5, offset: int = 0,
+                        include_children: bool = False) -> tuple[list[dict[str, Any]], bool]:
+        """The most recently active sessions (with preview), children only when asked: (rows, more)."""
+        where = "" if include_children else f"WHERE NOT {self._CHILD}"
+        rows = self._read(  # the preview is looked up for the page only
+            "SELECT p.*, (SELECT m.content FROM messages AS m WHERE m.session_id = p.id"
+            "  AND m.role = 'user' ORDER BY m.id LIMIT 1) AS preview FROM"
+            " (SELECT s.id, s.title, s.source, s.started_at, s.updated_at, s.message_count"
+            f"  FROM sessions AS s {where} ORDER BY s.updated_at DESC, s.id DESC LIMIT ? OFFSET ?) AS p",
+            (int(limit) + 1, int(offset)))
+        return [dict(r) for r in rows[:limit]], len(rows) > limit
 
     # -- gateway session keys ----------------------------------------------------------------
 

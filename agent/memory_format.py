@@ -183,12 +183,13 @@ def render_snapshot(files: dict[str, list[str]], limits: dict[str, int]) -> str:
             if reason:
                 e_shown = f"(held back by Hermes: looks like {reason})"
             else:
-                e_shown = e if len(e) <= limit else e[:limit] + " … (cut: this entry alone is over the budget)"
+                e_shown = e if len(e) <= limit else e[:limit] + " … (cut: this entry alone is over budget)"
             lines.append(f"[{entry_id(e)}] {e_shown}")
         body = DELIMITER.join(lines)
         rest = len(entries) - len(kept)
         if rest:
-            body += f"\n({rest} more entr{'y' if rest == 1 else 'ies'} past the budget not shown; consolidate)"
+            more = f"{rest} more entr{'y' if rest == 1 else 'ies'}"
+            body += f"\n({more} past the budget not shown; consolidate)"
         blocks.append(f"## {TITLES.get(target, target)} [{usage(entries):,}/{limit:,} chars, as of session "
                       f"start]\n{body}")
     return "\n\n".join(blocks)

@@ -22,7 +22,8 @@ WINDOW_SHARE = 4  # the fixed prompt never takes more than 1/WINDOW_SHARE of the
 
 
 def memory_enabled(config: Any = None, *, skip_memory: bool = False, platform: str = "cli") -> bool:
-    """Memory in the prompt and the tool in the set: not with skip_memory, cron, subagents, or off in config."""
+    """Memory in the prompt and the tool in the set: not with skip_memory, on cron or subagents, or
+    when config turns both stores off."""
     return not (skip_memory or platform in NO_MEMORY_PLATFORMS or not enabled_targets(config))
 
 
@@ -39,7 +40,8 @@ def check_config(config: Any) -> None:
 
 
 def select_toolsets(enabled: Optional[list[str]], disabled: Optional[list[str]], config: Any = None, *,
-                    skip_memory: bool = False, platform: str = "cli") -> tuple[Optional[list[str]], list[str]]:
+                    skip_memory: bool = False,
+                    platform: str = "cli") -> tuple[Optional[list[str]], list[str]]:
     """(enabled or None for every toolset, disabled) for one agent: arguments beat config.
 
     Unknown names in config raise ConfigError (exit 2 at start-up); unknown names in the arguments

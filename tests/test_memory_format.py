@@ -117,7 +117,7 @@ def test_snapshot_masks_suspicious_entries_and_respects_the_budget():
 
 def test_snapshot_cuts_a_single_giant_entry():
     text = fmt.render_snapshot({"memory": ["w" * 5000]}, {"memory": 2200})
-    assert len(text) < 2600 and "over the budget" in text
+    assert len(text) < 2600 and "over budget" in text
 
 
 def test_scanner_is_narrow_enough_for_ordinary_project_instructions():
