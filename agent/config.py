@@ -119,6 +119,23 @@ class DelegationConfig(_Section):
     api_key: Optional[str] = None
 
 
+class SkillsConfig(_Section):
+    """SPEC §10: where skills come from, what the prompt lists, when the review runs."""
+
+    external_dirs: list[str] = Field(default_factory=list)  # read-only roots, after HERMES_HOME/skills
+    disabled: list[str] = Field(default_factory=list)  # skill names left out everywhere
+    index_budget: int = Field(default=1000, ge=0)  # tokens of the prompt's skill index
+    creation_nudge_interval: int = Field(default=10, ge=1)  # tool calls since the last skill write
+    auto_create: bool = True  # the background review may create and patch skills
+
+    @field_validator("external_dirs", "disabled", mode="before")
+    @classmethod
+    def _listify(cls, v: Any) -> Any:
+        if v is None:
+            return []
+        return [t.strip() for t in v.split(",") if t.strip()] if isinstance(v, str) else v
+
+
 class HermesConfig(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
@@ -130,6 +147,9 @@ class HermesConfig(_Section):
     context_files: ContextFilesConfig = Field(default_factory=ContextFilesConfig)
     toolsets: ToolsetsConfig = Field(default_factory=ToolsetsConfig)
     delegation: DelegationConfig = Field(default_factory=DelegationConfig)
+
+
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
 
 
 def load_env_file(path: Optional[Path] = None) -> None:

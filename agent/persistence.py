@@ -48,8 +48,10 @@ class SessionRecorder:
 
     def __init__(self, db: Any, session_id: str, source: str, model: Callable[[], str],
                  warn: Callable[[str], None]) -> None:
-        self._db = db
+        self._db = None if db is False else db
         self._db_error: Optional[Exception] = None  # why the default store could not be opened
+        if db is False:  # store nothing (the skill review's throwaway agent)
+            self._db_error = RuntimeError("this agent stores nothing (session_db=False)")
         self._model = model
         self._warn = warn
         self.source = source

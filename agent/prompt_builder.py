@@ -67,24 +67,11 @@ def join_parts(parts: list[PromptPart]) -> str:
     return "\n\n".join(p.text for p in parts if p.text)
 
 
-def skills_index(home: Path) -> Optional[str]:
-    """The skills part: names and one-line descriptions (the skills engineer replaces this body)."""
-    root = home / "skills"
-    if not root.is_dir():
-        return None
-    lines = []
-    for skill in sorted(root.glob("*/SKILL.md")):
-        desc = ""
-        try:
-            with skill.open(encoding="utf-8", errors="replace") as fh:
-                for line in fh:
-                    if line.lower().startswith("description:"):
-                        desc = line.split(":", 1)[1].strip()
-                        break
-        except OSError:
-            continue
-        lines.append(f"- {skill.parent.name}: {desc}" if desc else f"- {skill.parent.name}")
-    return "Skills available (read the SKILL.md file to use one):\n" + "\n".join(lines) if lines else None
+def skills_index(home: Path, config: Any = None) -> Optional[str]:
+    """The skills part: names and one-line descriptions by category within ``skills.index_budget``."""
+    from agent.skills.index import prompt_part
+
+    return prompt_part(home, config) or None
 
 
 def guidance(toolsets: set[str]) -> str:
@@ -120,13 +107,15 @@ def build_prompt(home: Path, cwd: Path, *, tools: list[dict], toolset_of: Callab
              PromptPart("guidance", ""),
              PromptPart("memory", memory),
              PromptPart("context_files", _context_part(files)),
-             PromptPart("skills_index", skills_index(home) or ""),
+             PromptPart("skills_index", skills_index(home, config) or ""),
              PromptPart("tools_note", ""),
              PromptPart("environment", f"Working directory: {cwd}. Platform: {platform}.")]
 
     def with_guidance(offered: list[dict]) -> list[PromptPart]:
         sets = {toolset_of(tool_name(t)) or "" for t in offered}
-        return [PromptPart("guidance", guidance(sets)) if p.name == "guidance" else p for p in parts]
+        return [PromptPart("guidance", guidance(sets)) if p.name == "guidance"
+                else PromptPart(p.name, "") if p.name == "skills_index" and "skills" not in sets
+                else p for p in parts]
 
     parts = with_guidance(tools)
     offered, omitted = fit_tools(tools, estimate_text_tokens(join_parts(parts)), window,

@@ -19,7 +19,9 @@ async def command(runner: "GatewayRunner", key: str, user_id: Optional[str], tex
     name, _, arg = text.strip().partition(" ")
     name, arg = name.lower(), arg.strip()
     if name == "/help":
-        await reply(HELP_TEXT)
+        from gateway.skills import help_text
+
+        await reply(HELP_TEXT + await asyncio.to_thread(help_text, runner))
     elif name == "/stop":
         await reply("Stopping the current turn." if runner.stop_turn(key) else "Nothing is running.")
     elif name == "/model":

@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Callable, Optional
 
+from gateway import skills
 from gateway.access import AccessControl
 from gateway.commands import HELP_TEXT, command, format_usage  # noqa: F401 - re-exported
 from gateway.platforms.base import MessageEvent, PlatformAdapter
@@ -116,6 +117,7 @@ def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFa
                         session_id=session_id, platform=platform, quiet_mode=True, session_db=session_db)
 
     make.default_model = settings.model  # type: ignore[attr-defined]
+    make.config = cfg  # type: ignore[attr-defined]
     return make
 
 
@@ -175,6 +177,7 @@ class GatewayRunner:
                     await asyncio.to_thread(self.sessions.ensure_user_message, st.sid, st.running.text,
                                             st.running.mark)
             await self._persist_abandoned()
+        await asyncio.to_thread(skills.wait_for_reviews, grace)  # their one line can still be sent
         for adapter in self.adapters.values():
             await adapter.stop()  # replies of drained turns went out above; now disconnect
         late = {t for t in self._tasks if not t.done()}  # stored-only messages delivered during stop()
@@ -255,12 +258,15 @@ class GatewayRunner:
                 return
             typing = asyncio.ensure_future(self._keep_typing(adapter, chat_id)) if adapter else None
             try:
+                req.text = await skills.expand(self, req.text)  # /<skill> [text]: the skill attached
                 outcome = await self._run_locked(st, req)
             finally:
                 if typing:
                     typing.cancel()
             if outcome.kind != "interrupted" or outcome.text:
                 await reply(outcome.text)
+            if outcome.kind == "ok":
+                skills.after_reply(st.agent, outcome.result, reply)  # in the background, after the reply
 
     async def _keep_typing(self, adapter: PlatformAdapter, chat_id: str) -> None:
         try:

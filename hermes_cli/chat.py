@@ -32,7 +32,7 @@ class ChatSession:
     def __init__(self, agent_factory: Callable[[Optional[str]], Any], renderer: Renderer, *,
                  session_id: Optional[str] = None, db: Any = None, yolo: bool = False,
                  ask_approval: Optional[Callable[[str, str], str]] = None,
-                 debug: bool = False) -> None:
+                 debug: bool = False, notice: Optional[Callable[[str], None]] = None) -> None:
         self.r = renderer
         self.yolo = yolo
         self.debug = debug
@@ -40,6 +40,7 @@ class ChatSession:
         self._db = db
         self._ask = ask_approval or (lambda c, why: ask_approval_tty(self.r, c, why))
         self._approvals: "queue.Queue[_ApprovalRequest]" = queue.Queue()
+        self._notice = notice or (lambda line: self.r.info(line, "green"))  # the skill review's line
         self.agent = agent_factory(session_id)
         self.turns = 0
 
@@ -150,7 +151,8 @@ class ChatSession:
             return self.cmd_help("")
         cmd = parsed.command
         if cmd is None:
-            self.r.warn(slash.unknown_message(parsed.name))
+            if not self.invoke_skill(line):
+                self.r.warn(slash.unknown_message(parsed.name))
             return True
         try:
             return getattr(self, "cmd_" + cmd.name)(parsed.arg) is not False
@@ -167,13 +169,42 @@ class ChatSession:
         self.r.error(f"{what}: {msg}")
 
     def send(self, text: str) -> Optional[dict]:
-        """Run one turn and show its outcome."""
+        """Run one turn and show its outcome; then the skill review may start in the background."""
         self.turns += 1
         self.r.begin_turn()
         res, err, interrupted = self.run_in_worker(
             lambda: self.agent.run_conversation(text, stream_callback=self.r.on_delta))
         self.show_result(res, err, interrupted)
+        if err is None and res:
+            from agent.skills import review
+
+            review.after_turn(self.agent, res, self._notice)
         return res
+
+    # ---- skills ---------------------------------------------------------------------------
+    def skill_entries(self) -> list[tuple[str, str]]:
+        """(name, one-line description) of the skills `/<name>` invokes."""
+        from agent.config import hermes_home
+        from agent.skills import format as fmt
+        from agent.skills.bundled import catalog
+
+        try:
+            cat = catalog(hermes_home(), getattr(self.agent, "config", None))
+        except Exception:  # noqa: BLE001 - a broken skills folder must not break the prompt
+            return []
+        return [(s.name, fmt.one_line(s.description, 70)) for s in cat.skills]
+
+    def invoke_skill(self, line: str) -> bool:
+        """`/<skill> [text]`: send the message with the skill attached; False when no skill matches."""
+        from agent.config import hermes_home
+        from agent.skills import invoke
+
+        hit = invoke.expand(line, hermes_home(), getattr(self.agent, "config", None))
+        if hit is None:
+            return False
+        self.r.info(f"Using skill {hit[0].name}.", "dim")
+        self.send(hit[1])
+        return True
 
     def show_result(self, res: Optional[dict], err: Optional[BaseException], interrupted: bool) -> None:
         if err is not None:
@@ -201,7 +232,7 @@ class ChatSession:
     # ---- slash commands ------------------------------------------------------------------
     def cmd_help(self, arg: str) -> bool:
         self.r.info("Commands:")
-        for line in slash.help_lines():
+        for line in slash.help_lines(self.skill_entries()):
             self.r.info(line)
         return True
 
@@ -402,8 +433,9 @@ class ChatSession:
 
 
 # ---- the terminal loop ------------------------------------------------------------------------
-def _prompt_session(history_path: str) -> Any:
-    """prompt_toolkit session: Enter sends, Alt+Enter/Esc+Enter newline, slash completion."""
+def _prompt_session(history_path: str, skills: Callable[[], list[tuple[str, str]]] = list) -> Any:
+    """prompt_toolkit session: Enter sends, Alt+Enter/Esc+Enter newline, slash completion (commands,
+    then the skills ``skills()`` lists)."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import Completer, Completion
     from prompt_toolkit.history import FileHistory
@@ -412,7 +444,8 @@ def _prompt_session(history_path: str) -> Any:
     class SlashCompleter(Completer):
         def get_completions(self, document: Any, complete_event: Any):  # type: ignore[override]
             text = document.text_before_cursor
-            for name, help_text in slash.completions(text):
+            extra = skills() if text.startswith("/") and " " not in text else []
+            for name, help_text in slash.completions(text, extra):
                 yield Completion(name, start_position=-len(text), display_meta=help_text)
 
     kb = KeyBindings()
@@ -446,6 +479,32 @@ def banner(agent: Any, notice: Optional[str]) -> list[str]:
     return lines
 
 
+def _show_notice(holder: dict, r: Renderer, line: str) -> None:
+    """A line from a background thread (the skill review): above the prompt while it is shown."""
+    app = getattr(holder.get("prompt"), "app", None)
+    loop = getattr(app, "loop", None)
+    if app is not None and app.is_running and loop is not None:
+        from prompt_toolkit.application import run_in_terminal
+
+        loop.call_soon_threadsafe(lambda: run_in_terminal(lambda: r.info(line, "green")))
+    else:
+        r.info(line, "green")
+
+
+def _finish_reviews(r: Renderer, timeout: float = 120.0) -> None:
+    """Leaving the chat: let a running skill review finish (Ctrl+C skips it)."""
+    from agent.skills import review
+
+    if review.wait(0):
+        return
+    r.info("Finishing the skill review of this session… (Ctrl+C skips it)", "dim")
+    try:
+        if not review.wait(timeout):
+            r.warn("The skill review did not finish in time; nothing of it was saved half-way.")
+    except KeyboardInterrupt:
+        pass
+
+
 def run_repl(args: Any, cfg: Any) -> int:
     """`hermes` / `hermes chat` on a terminal."""
     from agent.config import hermes_home
@@ -456,7 +515,7 @@ def run_repl(args: Any, cfg: Any) -> int:
     r = Renderer()
     db = open_db()
     session_id = resolve_session_arg(args, db)
-    holder: dict[str, ChatSession] = {}
+    holder: dict[str, Any] = {}
 
     def factory(sid: Optional[str]) -> Any:
         chat = holder.get("chat")
@@ -466,14 +525,14 @@ def run_repl(args: Any, cfg: Any) -> int:
                            approval_callback=lambda c, why: holder["chat"].approval_callback(c, why))
 
     chat = ChatSession(factory, r, session_id=session_id, db=db, yolo=bool(args.yolo),
-                       debug=bool(args.debug))
+                       debug=bool(args.debug), notice=lambda line: _show_notice(holder, r, line))
     holder["chat"] = chat
     for line in banner(chat.agent, local_notice(provider_settings(args, cfg))):
         r.info(line, "dim" if line.startswith("Type") else "yellow" if line.startswith("No model") else "bold")
     if session_id:
         r.info(f"Resumed session with {len(getattr(chat.agent, 'messages', None) or [])} messages.", "dim")
 
-    ps = _prompt_session(str(home / ".hermes_history"))
+    ps = holder["prompt"] = _prompt_session(str(home / ".hermes_history"), chat.skill_entries)
     armed = False  # a Ctrl+C at an empty prompt arms quitting; the next one quits
     try:
         while True:
@@ -498,6 +557,7 @@ def run_repl(args: Any, cfg: Any) -> int:
                 r.warn("Quitting.")
                 break
     finally:
+        _finish_reviews(r)
         sid = getattr(chat.agent, "session_id", None)
         if sid and getattr(chat.agent, "messages", None):
             r.info(f"Session {sid} saved; continue it with `hermes -c` or `hermes -r {sid}`.", "dim")

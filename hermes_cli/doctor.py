@@ -151,6 +151,26 @@ def check_local(ps: Any) -> Check:
     return Check(SKIP, "local model", f"not available ({detail}); optional while a remote provider is configured")
 
 
+def check_skills(cfg: Any) -> Check:
+    """Skills that do not load are named with the reason; the others still work."""
+    from agent.config import hermes_home
+    from agent.skills import loader
+
+    try:
+        cat = loader.load(hermes_home(), cfg)
+    except Exception as exc:  # noqa: BLE001
+        return Check(FAIL, "skills", f"cannot be listed: {exc}")
+    n = len(cat.skills)
+    loaded = f"{n} skill{'s' if n != 1 else ''} loaded"
+    if cat.problems:
+        names = "; ".join(p.line() for p in cat.problems[:5])
+        more = f" (and {len(cat.problems) - 5} more)" if len(cat.problems) > 5 else ""
+        return Check(FAIL, "skills", f"{loaded}, {len(cat.problems)} skipped: {names}{more}; fix or "
+                     "remove those folders (`hermes skills list` shows them)")
+    return Check(OK, "skills", loaded + (f", {len(cat.skipped)} disabled or for another OS"
+                                         if cat.skipped else ""))
+
+
 def run(args: Any = None, out: TextIO = sys.stdout) -> int:
     checks: list[Check] = []
     c, cfg = check_config()
@@ -162,6 +182,7 @@ def run(args: Any = None, out: TextIO = sys.stdout) -> int:
     checks.append(pc)
     checks.append(check_database())
     checks.append(check_local(ps))
+    checks.append(check_skills(cfg))
     for ch in checks:
         out.write(ch.line() + "\n")
     failed = sum(ch.mark == FAIL for ch in checks)

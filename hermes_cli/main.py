@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_sessions(sub)
     add_memory(sub)
+    from hermes_cli.skills_cmd import add_parser as add_skills
+
+    add_skills(sub)
 
     pg = sub.add_parser("config", help="show, get or set configuration")
     cs = pg.add_subparsers(dest="config_action", metavar="ACTION")
@@ -114,6 +117,10 @@ def dispatch(args: argparse.Namespace) -> int:
         from hermes_cli import memory_cmd
 
         return memory_cmd.run(args)
+    if cmd == "skills":
+        from hermes_cli import skills_cmd
+
+        return skills_cmd.run(args)
     if cmd == "config":
         from agent.config import load_env_file
         from hermes_cli import config_cmd

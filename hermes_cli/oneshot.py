@@ -89,6 +89,7 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
     agent = build_agent(args, cfg, session_db=db, session_id=session_id,
                         tool_progress_callback=tool_cb, status_callback=status_cb,
                         approval_callback=approval)
+    message = _with_skill(message, cfg, quiet)
     streamed = {"any": False, "nl": True}
 
     def on_delta(delta: str) -> None:
@@ -129,6 +130,41 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
         if sid and status == 0:
             sys.stderr.write(f"session {sid} (continue with `hermes chat -r {sid} -q ...`)\n")
     sys.stdout.flush()
+    if status == 0:
+        _finish_review(agent, res, quiet)
     if err:
         raise TurnFailed(err, status) if status != 130 else KeyboardInterrupt()
     return status
+
+
+def _with_skill(message: str, cfg: Any, quiet: bool) -> str:
+    """`/<skill> [text]`: the message with the skill attached (any other text is sent as typed)."""
+    if not message.lstrip().startswith("/"):
+        return message
+    from agent.config import hermes_home
+    from agent.skills import invoke
+
+    hit = invoke.expand(message, hermes_home(), cfg)
+    if hit is None:
+        return message
+    if not quiet:
+        sys.stderr.write(f"• using skill {hit[0].name}\n")
+    return hit[1]
+
+
+def _finish_review(agent: Any, res: Optional[dict], quiet: bool, timeout: float = 120.0) -> None:
+    """The answer is out; a due skill review runs now, before the process exits (stderr only)."""
+    from agent.skills import review
+
+    started = review.after_turn(agent, res)
+    if started is None:
+        return
+    if not quiet:
+        sys.stderr.write("• reviewing this session for a skill to save or improve…\n")
+        sys.stderr.flush()
+    started.join(timeout)
+    if started.is_alive():
+        sys.stderr.write("⚠ the skill review did not finish in time and was stopped\n")
+    elif started.outcome:
+        sys.stderr.write(f"• {started.outcome}\n")
+    sys.stderr.flush()

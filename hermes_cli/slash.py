@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 
 @dataclass(frozen=True)
@@ -105,23 +105,31 @@ def unknown_message(name: str) -> str:
     return f"Unknown command /{name}.{hint} Type /help for the list."
 
 
-def completions(text: str) -> list[tuple[str, str]]:
-    """(completion, help) pairs for the text typed so far; only while typing the command word."""
+def completions(text: str, skills: Sequence[tuple[str, str]] = ()) -> list[tuple[str, str]]:
+    """(completion, help) pairs for the text typed so far; only while typing the command word.
+    ``skills`` are (name, description) pairs of invocable skills, offered after the commands."""
     if not text.startswith("/") or " " in text:
         return []
     prefix = text[1:].lower()
-    return [("/" + c.name, c.help) for c in COMMANDS if c.name.startswith(prefix)]
+    out = [("/" + c.name, c.help) for c in COMMANDS if c.name.startswith(prefix)]
+    return out + [("/" + n, d) for n, d in skills if n.startswith(prefix) and n not in _BY_NAME]
 
 
-def help_lines() -> list[str]:
-    """Rows for /help, aligned."""
+def help_lines(skills: Sequence[tuple[str, str]] = (), max_skills: int = 30) -> list[str]:
+    """Rows for /help, aligned; then the skills (a command of the same name wins)."""
     rows = []
     for c in COMMANDS:
         head = f"/{c.name}" + (f" {c.usage}" if c.usage else "")
         alias = f" (also {', '.join('/' + a for a in c.aliases)})" if c.aliases else ""
         rows.append((head, c.help + alias))
-    width = max(len(h) for h, _ in rows)
+    skill_rows = [(f"/{n} [text]", d) for n, d in skills if n not in _BY_NAME]
+    width = max(len(h) for h, _ in rows + skill_rows[:max_skills])
     lines = [f"  {h.ljust(width)}  {t}" for h, t in rows]
+    if skill_rows:
+        lines.append("Skills (your message is sent with the skill attached):")
+        lines += [f"  {h.ljust(width)}  {t}" for h, t in skill_rows[:max_skills]]
+        if len(skill_rows) > max_skills:
+            lines.append(f"  … and {len(skill_rows) - max_skills} more (`hermes skills list`)")
     lines.append("  Enter sends; Alt+Enter (or Esc then Enter) adds a new line; '//' starts a message with '/'.")
     lines.append("  Ctrl+C interrupts a running reply; Ctrl+C twice at an empty prompt or Ctrl+D quits.")
     return lines

@@ -1,0 +1,51 @@
+"""``/<skill-name> [text]``: the user's message with the skill's full text attached (SPEC §10).
+
+The system prompt is untouched (it stays byte-stable); the skill travels in the user message, so
+it is in the transcript like anything else the user sent. Used by the REPL, one-shot runs and the
+gateway; a first word that names no skill leaves the message alone (``/etc/hosts is...``).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Optional
+
+from agent.skills import loader
+
+_INVOCATION = re.compile(r"^\s*/([A-Za-z0-9][A-Za-z0-9._-]*)(?:@\S+)?(?:[ \t]+|\n|$)(.*)\Z", re.S)
+
+
+def split(text: str) -> Optional[tuple[str, str]]:
+    """('name', 'rest') of a ``/name rest`` message (a Telegram ``/name@bot`` suffix dropped)."""
+    m = _INVOCATION.match(text or "")
+    if not m or text.lstrip().startswith("//"):
+        return None
+    return m.group(1).lower(), m.group(2).strip()
+
+
+def find(catalog: loader.Catalog, name: str) -> Optional[loader.Skill]:
+    """The skill a slash name means; ``code_review`` finds ``code-review`` (chat apps allow only _)."""
+    return catalog.get(name) or catalog.get(name.replace("_", "-"))
+
+
+def message(skill: loader.Skill, skill_text: str, request: str) -> str:
+    """The user message for an invoked skill."""
+    files = skill.files()
+    listing = (f"\nIts files (read with skill_view(\"{skill.name}\", file_path)): {', '.join(files)}"
+               if files else "")
+    ask = request or "(no further text: follow the skill)"
+    return (f"[The user invoked the skill \"{skill.name}\" with /{skill.name}. Its instructions "
+            f"follow.{listing}]\n\n{skill_text.strip()}\n\n[End of skill \"{skill.name}\"]\n\n{ask}")
+
+
+def expand(text: str, home: Path, config: Any = None) -> Optional[tuple[loader.Skill, str]]:
+    """(skill, message to send) when ``text`` invokes a skill, else None."""
+    parts = split(text)
+    if parts is None:
+        return None
+    from agent.skills.bundled import catalog
+
+    skill = find(catalog(home, config), parts[0])
+    if skill is None:
+        return None
+    return skill, message(skill, loader.read_text(skill.skill_md), parts[1])
