@@ -9,6 +9,7 @@ from __future__ import annotations
 import queue
 import signal
 import threading
+import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -41,6 +42,7 @@ class ChatSession:
         self._ask = ask_approval or (lambda c, why: ask_approval_tty(self.r, c, why))
         self._approvals: "queue.Queue[_ApprovalRequest]" = queue.Queue()
         self._notice = notice or (lambda line: self.r.info(line, "green"))  # the skill review's line
+        self._skills_seen: tuple[float, list[tuple[str, str]]] = (float("-inf"), [])
         self.agent = agent_factory(session_id)
         self.turns = 0
 
@@ -182,17 +184,23 @@ class ChatSession:
         return res
 
     # ---- skills ---------------------------------------------------------------------------
-    def skill_entries(self) -> list[tuple[str, str]]:
-        """(name, one-line description) of the skills `/<name>` invokes."""
+    def skill_entries(self, max_age: float = 3.0) -> list[tuple[str, str]]:
+        """(name, one-line description) of the skills `/<name>` invokes; re-read at most every
+        ``max_age`` seconds (completion asks on every key press)."""
         from agent.config import hermes_home
         from agent.skills import format as fmt
         from agent.skills.bundled import catalog
 
+        stamp, entries = self._skills_seen
+        if time.monotonic() - stamp < max_age:
+            return entries
         try:
             cat = catalog(hermes_home(), getattr(self.agent, "config", None))
         except Exception:  # noqa: BLE001 - a broken skills folder must not break the prompt
             return []
-        return [(s.name, fmt.one_line(s.description, 70)) for s in cat.skills]
+        entries = [(s.name, fmt.one_line(s.description, 70)) for s in cat.skills]
+        self._skills_seen = (time.monotonic(), entries)
+        return entries
 
     def invoke_skill(self, line: str) -> bool:
         """`/<skill> [text]`: send the message with the skill attached; False when no skill matches."""
@@ -232,7 +240,7 @@ class ChatSession:
     # ---- slash commands ------------------------------------------------------------------
     def cmd_help(self, arg: str) -> bool:
         self.r.info("Commands:")
-        for line in slash.help_lines(self.skill_entries()):
+        for line in slash.help_lines(self.skill_entries(max_age=0)):
             self.r.info(line)
         return True
 
