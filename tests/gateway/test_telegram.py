@@ -192,7 +192,9 @@ def test_a_failed_summary_is_told_to_the_chat_once(tg, provider_env):
     gw, fake = tg
     for i in range(8):
         provider_env.queue(text(f"answer {i}"))
-        fake.push_message(CHAT, USER, f"message {i} " + "x" * 300)
+        # long enough that the history, not the fixed prompt (tools, skills index), dominates the
+        # request: a 413 without a stated limit aims the window at 3/4 of what was sent
+        fake.push_message(CHAT, USER, f"message {i} " + "x" * 1200)
         fake.wait_for_sent(CHAT, i + 1)
     state = {"rejected": False}
 
