@@ -137,7 +137,9 @@ def test_compacted_detail_is_recovered_through_a_real_turn(make_agent, fake_prov
     script = [text("hi"), text("noted")] + [text(f"answer {i}") for i in range(4)]
     script += [tool_calls([("session_search", {"query": "tangerine"})]), text("It is tangerine-42.")]
     fake_provider.handler = lambda body: text(SUMMARY) if is_summary_request(body) else script.pop(0)
-    agent = make_agent()
+    # chosen explicitly: at an 8k window every default toolset would not fit beside the prompt
+    # (the compact core, without session_search, would be offered instead)
+    agent = make_agent(enabled_toolsets=["session_search"])
     agent.run_conversation("hello")
     agent.run_conversation("The staging database password hint is 'tangerine-42'. " + "context " * 300)
     for i in range(4):
