@@ -29,6 +29,8 @@ from agent.retry import jittered_backoff
 from agent.tokens import estimate_messages_tokens_rough
 from agent.turn_context import TurnState, build_turn, preflight_compress
 from tools.registry import check_toolset_requirements, get_tool_definitions
+from tools.registry import generation as tools_generation
+from tools.registry import settle as settle_tools
 
 log = logging.getLogger("hermes.agent")
 
@@ -106,10 +108,7 @@ class AIAgent:
 
         self.enabled_toolsets, self.disabled_toolsets = select_toolsets(
             enabled_toolsets, disabled_toolsets, config, skip_memory=skip_memory, platform=platform)
-        self._all_tools: list[dict] = get_tool_definitions(enabled_toolsets=self.enabled_toolsets,
-                                                           disabled_toolsets=self.disabled_toolsets) or []
-        self.unavailable_toolsets: dict[str, str] = check_toolset_requirements() or {}
-        self._offer_tools(self._all_tools)  # fitted to the window when the system prompt is built
+        self._load_tools()
         self._prompt: Any = None  # agent.prompt_builder.BuiltPrompt of this session, when built here
 
         comp_cfg = config.compression
@@ -270,6 +269,28 @@ class AIAgent:
         tools, _ = fit_tools(self._all_tools, estimate_text_tokens(system_prompt), window,
                              toolset_of=get_toolset, explicit=self.enabled_toolsets is not None)
         self._offer_tools(tools)
+
+    def _load_tools(self) -> None:
+        """The registry's tools in this agent's toolsets; MCP tools join as their servers connect."""
+        self._tools_generation = tools_generation()
+        self._all_tools: list[dict] = get_tool_definitions(enabled_toolsets=self.enabled_toolsets,
+                                                           disabled_toolsets=self.disabled_toolsets) or []
+        self.unavailable_toolsets: dict[str, str] = check_toolset_requirements() or {}
+        self._offer_tools(self._all_tools)  # fitted to the window when the system prompt is built
+        self._tools_frozen = False
+
+    def _freeze_tools(self) -> None:
+        """A session's tool list is fixed at its first turn (provider prompt caches key on it). Tool
+        sources that register late (MCP servers still connecting) get until then, each bounded by
+        its own timeout; whatever registered since construction is picked up."""
+        if self._tools_frozen:
+            return
+        settle_tools(lambda line: self._emit_status("info", line), self._interrupt_event)
+        if tools_generation() != self._tools_generation:
+            self._load_tools()
+            if self._cached_system_prompt is not None:
+                self._fit_tools_to(self._cached_system_prompt)
+        self._tools_frozen = True
 
     def _tool_context(self) -> Any:
         from tools.registry import ToolContext
@@ -438,6 +459,7 @@ class AIAgent:
         self._interrupt_event.clear()
         if self._tool_ctx is not None:
             self._tool_ctx.turn = {}
+        self._freeze_tools()
         try:
             state = build_turn(self, user_message, system_message, conversation_history, task_id,
                                stream_callback)
@@ -513,6 +535,7 @@ class AIAgent:
         self._cached_system_prompt = None
         self._prompt = None
         self._offer_tools(self._all_tools)
+        self._tools_frozen = False  # the next session may see tools that registered since
         self._usage_baseline = None
         self.compactions = 0
         self.session_prompt_tokens = self.session_completion_tokens = self.session_api_calls = 0

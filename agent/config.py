@@ -147,6 +147,8 @@ class HermesConfig(_Section):
     context_files: ContextFilesConfig = Field(default_factory=ContextFilesConfig)
     toolsets: ToolsetsConfig = Field(default_factory=ToolsetsConfig)
     delegation: DelegationConfig = Field(default_factory=DelegationConfig)
+    # checked entry by entry by agent.mcp.config, so one bad server cannot fail the whole file
+    mcp_servers: Any = None
 
 
     skills: SkillsConfig = Field(default_factory=SkillsConfig)

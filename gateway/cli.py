@@ -193,6 +193,11 @@ async def _serve(args: argparse.Namespace, cfg: Any) -> int:
         loop.add_signal_handler(sig, stop.set)
     platforms = [a.name for a in adapters] + (["api_server"] if api else [])
     started = time.time()
+    from agent.mcp.manager import shutdown_servers, start_servers
+
+    # one set of MCP servers per process, shared by every session; agents wait for them at their
+    # first turn (up to connect_timeout), never at start-up
+    start_servers(cfg)  # its news goes to the `hermes.mcp` logger, so into gateway.log
     await runner.start()
     if api is not None:
         await api.start()
@@ -217,6 +222,7 @@ async def _serve(args: argparse.Namespace, cfg: Any) -> int:
                                                       else gw.get("drain_timeout", 60)))
     if api is not None:
         await api.stop()
+    await asyncio.to_thread(shutdown_servers)
     status("stopped")
     log.info("gateway stopped (%s)", "clean" if clean else "turns abandoned after persisting their messages")
     return 0 if clean else 75

@@ -428,6 +428,25 @@ class ChatSession:
         self.r.info("Choose toolsets with `hermes -t a,b` or `toolsets:` in config.yaml.", "dim")
         return True
 
+    def cmd_mcp(self, arg: str) -> bool:
+        from agent.mcp.manager import get_manager
+        from hermes_cli.mcp_cmd import mcp_status_rows, status_lines
+
+        rows = mcp_status_rows(get_manager())
+        if not rows:
+            self.r.info("No MCP servers configured; add one with `hermes mcp add NAME --command CMD` "
+                        "(or --url URL), then restart hermes.")
+            return True
+        for line in status_lines(rows):
+            self.r.info(line)
+        offered = {d.get("function", {}).get("name") for d in getattr(self.agent, "tools", None) or []
+                   if isinstance(d, dict)}
+        late = [r["name"] for r in rows if r["tool_names"] and not offered & set(r["tool_names"])]
+        if late and self.turns:
+            self.r.info(f"{', '.join(late)} connected after this session's tool list was fixed; "
+                        "/new starts a session that has their tools.", "dim")
+        return True
+
     def cmd_yolo(self, arg: str) -> bool:
         self.yolo = not self.yolo
         if hasattr(self.agent, "yolo"):
@@ -518,9 +537,15 @@ def run_repl(args: Any, cfg: Any) -> int:
     from agent.config import hermes_home
     from hermes_cli.agent_factory import build_agent, local_notice, open_db, provider_settings, resolve_session_arg
 
+    from agent.mcp.manager import shutdown_servers, start_servers
+
     home = hermes_home()
     home.mkdir(parents=True, exist_ok=True)
     r = Renderer()
+    # MCP servers connect in the background; the first turn of a session waits for the ones
+    # still connecting (up to their connect_timeout), later news is printed between prompts
+    mcp_news: "queue.SimpleQueue[tuple[str, str]]" = queue.SimpleQueue()
+    mcp = start_servers(cfg, report=lambda kind, line: mcp_news.put((kind, line)))
     db = open_db()
     session_id = resolve_session_arg(args, db)
     holder: dict[str, Any] = {}
@@ -539,12 +564,16 @@ def run_repl(args: Any, cfg: Any) -> int:
         r.info(line, "dim" if line.startswith("Type") else "yellow" if line.startswith("No model") else "bold")
     if session_id:
         r.info(f"Resumed session with {len(getattr(chat.agent, 'messages', None) or [])} messages.", "dim")
+    starting = [name for name, conn in (mcp.connections.items() if mcp else ()) if conn.cfg.enabled]
+    if starting:
+        r.info(f"MCP: connecting {', '.join(starting)} in the background (/mcp shows them).", "dim")
 
     ps = holder["prompt"] = _prompt_session(str(home / ".hermes_history"), chat.skill_entries)
     armed = False  # a Ctrl+C at an empty prompt arms quitting; the next one quits
     try:
         while True:
-            try:
+            try:  # inside the try: a Ctrl+C while the news prints counts as one at the prompt
+                _print_news(r, mcp_news)
                 text = ps.prompt("❯ ")
             except KeyboardInterrupt:
                 if armed:
@@ -575,4 +604,15 @@ def run_repl(args: Any, cfg: Any) -> int:
                 close()
             except Exception:  # noqa: BLE001
                 pass
+        shutdown_servers()
     return 0
+
+
+def _print_news(r: Renderer, news: "queue.SimpleQueue[tuple[str, str]]") -> None:
+    """Lines other threads queued (MCP servers connecting or failing), shown between prompts."""
+    while not news.empty():
+        kind, line = news.get()
+        if kind == "info":
+            r.info(line, "dim")
+        else:
+            r.warn(line)

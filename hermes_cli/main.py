@@ -84,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("doctor", help="check config, provider, session store and local model")
 
+    from hermes_cli.mcp_cmd import add_parser as add_mcp
+
+    add_mcp(sub)
+
     # listed for --help; main() hands these to gateway/cli.py, which parses its own flags
     sub.add_parser("gateway", help="run the gateway (API server, Telegram) or show its status")
     sub.add_parser("pairing", help="approve, list or revoke chat users who asked for access")
@@ -131,6 +135,12 @@ def dispatch(args: argparse.Namespace) -> int:
         from hermes_cli import setup
 
         return setup.run(args)
+    if cmd == "mcp":
+        from agent.config import load_env_file
+        from hermes_cli import mcp_cmd
+
+        load_env_file()
+        return mcp_cmd.run(args)
     if cmd == "doctor":
         from agent.config import load_env_file
         from hermes_cli import doctor

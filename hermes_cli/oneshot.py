@@ -42,6 +42,15 @@ def _plain_status(kind: str, message: str) -> None:
     sys.stderr.flush()
 
 
+def _mcp_report(quiet: bool) -> Any:
+    """MCP server news on stderr: failures always (once), connections only without -z."""
+    def report(kind: str, line: str) -> None:
+        if kind != "info" or not quiet:
+            _plain_status("warning" if kind != "info" else "info", line)
+
+    return report
+
+
 def outcome(res: Optional[dict]) -> tuple[int, Optional[str]]:
     """(exit status, error line) for a finished turn."""
     res = res or {}
@@ -61,9 +70,14 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
     """Run one turn. quiet=True is -z: nothing but the answer on stdout."""
     from hermes_cli.agent_factory import build_agent, local_notice, provider_settings, resolve_session_arg, open_db
 
+    from agent.mcp.manager import shutdown_servers, start_servers
+
     notice = local_notice(provider_settings(args, cfg))
     if notice:
         sys.stderr.write(notice + "\n")
+    # MCP servers connect while the agent is built; its first turn waits for them (each up to its
+    # connect_timeout), so a one-shot answer can use their tools
+    start_servers(cfg, report=_mcp_report(quiet))
     db = open_db()
     session_id = resolve_session_arg(args, db)
 
@@ -115,6 +129,7 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
     finally:
         if renderer is not None:
             renderer.spinner_stop()
+        shutdown_servers()
     status, err = outcome(res)
     final = (res or {}).get("final_response")
     if quiet:

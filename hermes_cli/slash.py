@@ -31,6 +31,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("sessions", "list recent sessions"),
     SlashCommand("resume", "continue an earlier session", "<id|title>"),
     SlashCommand("tools", "list the tools the agent can use"),
+    SlashCommand("mcp", "MCP servers: status and tool counts"),
     SlashCommand("yolo", "toggle auto-approval of dangerous commands"),
     SlashCommand("quit", "leave hermes", aliases=("exit", "q")),
 )

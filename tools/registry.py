@@ -80,6 +80,8 @@ _definitions: dict[str, dict] = {}  # name -> prebuilt OpenAI definition
 _declared_toolsets: dict[str, str] = {}  # toolset -> one-line description (may have no tools yet)
 _lock = threading.RLock()
 _builtins_loaded = False
+_generation = 0  # bumped on every change, so an agent can tell its tool list is stale
+_settle_hooks: list[Callable[..., Any]] = []
 
 
 def register(spec: ToolSpec) -> None:
@@ -91,6 +93,7 @@ def register(spec: ToolSpec) -> None:
         if spec.name in _registry:
             logger.debug("tool %r re-registered", spec.name)
         _registry[spec.name] = spec
+        _bump()
         _definitions[spec.name] = {
             "type": "function",
             "function": {"name": spec.name, "description": spec.description, "parameters": params},
@@ -101,7 +104,44 @@ def unregister(name: str) -> bool:
     """Remove a tool (plugins unloading, tests); True when it existed."""
     with _lock:
         _definitions.pop(name, None)
+        _bump()
         return _registry.pop(name, None) is not None
+
+
+def _bump() -> None:
+    global _generation
+    _generation += 1
+
+
+def generation() -> int:
+    """Changes whenever a tool is registered or removed."""
+    return _generation
+
+
+def add_settle_hook(hook: Callable[..., Any]) -> None:
+    """A tool source that registers late (MCP servers connecting in the background) lets agents
+    wait for it: `hook(notify, cancel)` returns once its tools are in or it gave up, bounded by
+    its own timeout, calling `notify(line)` first when the wait will be noticeable."""
+    with _lock:
+        if hook not in _settle_hooks:
+            _settle_hooks.append(hook)
+
+
+def remove_settle_hook(hook: Callable[..., Any]) -> None:
+    with _lock:
+        if hook in _settle_hooks:
+            _settle_hooks.remove(hook)
+
+
+def settle(notify: Callable[[str], None] | None = None, cancel: threading.Event | None = None) -> None:
+    """Let late tool sources finish registering (see add_settle_hook); a failing hook is skipped."""
+    with _lock:
+        hooks = list(_settle_hooks)
+    for hook in hooks:
+        try:
+            hook(notify, cancel)
+        except Exception:  # a broken source must not stop the turn
+            logger.exception("tool settle hook failed")
 
 
 def _ensure_builtins() -> None:
