@@ -44,7 +44,7 @@ def select_toolsets(enabled: Optional[list[str]], disabled: Optional[list[str]],
                     platform: str = "cli") -> tuple[Optional[list[str]], list[str]]:
     """(enabled or None for every toolset, disabled) for one agent: arguments beat config.
 
-    Unknown names in config raise ConfigError (exit 2 at start-up); unknown names in the arguments
+    Unknown names in config raise ConfigError (a start-up error); unknown names in the arguments
     are left to the registry, which raises UnknownToolsetError listing the valid ones.
     """
     check_config(config)
