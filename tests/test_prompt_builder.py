@@ -199,3 +199,16 @@ def test_a_resumed_session_keeps_its_stored_prompt_and_fitted_tools(make_agent, 
     again.run_conversation("again")
     assert system_sent(fake_provider, 1) == system_sent(fake_provider, 0)
     assert fake_provider.requests[1]["tools"] == fake_provider.requests[0]["tools"]
+
+
+def test_the_embedded_8k_model_gets_the_compact_core_too(hermes_home, tmp_path):
+    from run_agent import AIAgent
+
+    (hermes_home / "SOUL.md").write_text("You are careful and you check your work twice. " * 100)
+    agent = AIAgent(provider="local", cwd=str(tmp_path), quiet_mode=True)  # nothing configured
+    assert agent.context_compressor.context_length == 8192
+    built = agent.fixed_prompt()
+    assert sum(n for _, n in agent.prompt_breakdown()) <= 8192 // 4
+    assert "todo" in built.omitted_toolsets and "these toolsets are off: " in built.text
+    assert "terminal" in [t["function"]["name"] for t in built.tools]
+    assert "[… middle of this" in built.text  # SOUL.md itself was cut to fit the small window
