@@ -17,7 +17,9 @@ from agent.tokens import estimate_text_tokens, schema_tokens
 from tools.registry import UnknownToolsetError, check_toolset_names
 
 NO_MEMORY_PLATFORMS = ("cron", "subagent")
-CORE_TOOLS = ("terminal", "read_file", "write_file", "patch", "search_files", "memory")
+# in this order of need; session_search is in because a small window compacts often, and it is how
+# the agent gets back what a summary dropped
+CORE_TOOLS = ("terminal", "read_file", "write_file", "patch", "search_files", "memory", "session_search")
 WINDOW_SHARE = 4  # the fixed prompt never takes more than 1/WINDOW_SHARE of the window
 
 
