@@ -137,9 +137,7 @@ def test_compacted_detail_is_recovered_through_a_real_turn(make_agent, fake_prov
     script = [text("hi"), text("noted")] + [text(f"answer {i}") for i in range(4)]
     script += [tool_calls([("session_search", {"query": "tangerine"})]), text("It is tangerine-42.")]
     fake_provider.handler = lambda body: text(SUMMARY) if is_summary_request(body) else script.pop(0)
-    # chosen explicitly: at an 8k window every default toolset would not fit beside the prompt
-    # (the compact core, without session_search, would be offered instead)
-    agent = make_agent(enabled_toolsets=["session_search"])
+    agent = make_agent()  # at an 8k window the default agent gets the compact core: it has session_search
     agent.run_conversation("hello")
     agent.run_conversation("The staging database password hint is 'tangerine-42'. " + "context " * 300)
     for i in range(4):
@@ -154,4 +152,5 @@ def test_compacted_detail_is_recovered_through_a_real_turn(make_agent, fake_prov
     result = [m["content"] for m in chat[-1]["messages"] if m["role"] == "tool"][-1]
     assert "tangerine-42" in result and agent.session_id in result
     assert "compacted of this session: replaced by a summary, not in the live context" in result
-    assert "session_search" in [t["function"]["name"] for t in chat[-1]["tools"]]
+    offered = [t["function"]["name"] for t in chat[-1]["tools"]]
+    assert "session_search" in offered and "todo" not in offered  # the compact core
