@@ -235,14 +235,17 @@ class SessionDB:
     """
 
     def __init__(self, db_path: Optional[str | os.PathLike[str]] = None) -> None:
+        from agent.home import create_private_file, ensure_home, ensure_private_dir, tighten_store
         if db_path is None:
-            from agent.config import hermes_home
-            db_path = hermes_home() / "state.db"
+            db_path = ensure_home() / "state.db"
         self.db_path = Path(db_path).expanduser()
         self._lock = threading.RLock()
         self._conn: Optional[sqlite3.Connection] = None
         try:
-            self.db_path.parent.mkdir(parents=True, exist_ok=True)
+            if str(db_path) != ":memory:":  # private from the first byte; SQLite copies the mode to -wal/-shm
+                ensure_private_dir(self.db_path.parent, tighten_existing=False)
+                create_private_file(self.db_path)
+                tighten_store(self.db_path)
             conn = sqlite3.connect(str(self.db_path), timeout=BUSY_TIMEOUT_MS / 1000,
                                    isolation_level=None, check_same_thread=False)
         except (OSError, sqlite3.Error) as exc:

@@ -54,9 +54,10 @@ def tighten(path: Path) -> bool:
 def create_private_file(path: Path) -> Path:
     """Make sure ``path`` exists with mode 0600 (created that way, or tightened)."""
     path = Path(path)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
-    os.close(fd)
-    tighten(path)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
+    except FileExistsError:
+        tighten(path)
     return path
 
 
@@ -78,7 +79,7 @@ def write_env_var(name: str, value: str, path: Optional[Path] = None) -> Path:
     """Set NAME=value in .env (replacing an earlier line, keeping every other line), mode 600 from
     the first byte, and in this process's environment."""
     p = Path(path or env_path())
-    ensure_private_dir(p.parent, tighten_existing=False)
+    ensure_private_dir(p.parent)  # the folder of the secrets (HERMES_HOME) is private too
     lines = p.read_text(encoding="utf-8").splitlines() if p.is_file() else []
     line = f"{name}={_quote_env(value)}"
     pat = re.compile(rf"^\s*(export\s+)?{re.escape(name)}\s*=")

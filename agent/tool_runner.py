@@ -52,7 +52,8 @@ def run_one(call: dict, known: set[str], dispatch: Callable[[str, dict], str],
         return _error(f"unknown tool '{name}'; available tools: {avail}")
     if problem:
         return _error(f"{name}: {problem}")
-    _emit(progress, {"type": "tool_start", "name": name, "args": args})
+    call_id = str(call.get("id") or "")
+    _emit(progress, {"type": "tool_start", "id": call_id, "name": name, "args": args})
     started = time.monotonic()
     ok = True
     try:
@@ -64,7 +65,7 @@ def run_one(call: dict, known: set[str], dispatch: Callable[[str, dict], str],
         result = _error(f"{name}: {exc}" if str(exc) else f"{name} failed: {type(exc).__name__}")
     result = _cap(redact(result))  # secrets are masked before anything (progress, provider, store) sees them
     summary = result if len(result) <= 120 else result[:117] + "..."
-    _emit(progress, {"type": "tool_end", "name": name, "args": args, "ok": ok,
+    _emit(progress, {"type": "tool_end", "id": call_id, "name": name, "args": args, "ok": ok,
                      "summary": summary.replace("\n", " "), "duration": time.monotonic() - started})
     return result
 

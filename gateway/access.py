@@ -21,6 +21,9 @@ CODE_TTL_SECONDS = 3600
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O/1/I: codes are read aloud and retyped
 CODE_LENGTH = 8
 MAX_PENDING_PER_PLATFORM = 50  # strangers cannot grow the file without bound
+MAX_CODES_PER_USER = 3  # new codes one user may get per CODES_WINDOW_SECONDS
+CODES_WINDOW_SECONDS = 86400
+REPLY_INTERVAL_SECONDS = 600  # an unknown user hears from the bot at most this often
 
 
 def _split_ids(value: Optional[str]) -> set[str]:
@@ -84,20 +87,42 @@ class PairingStore:
     def request_code(self, platform: str, user_id: str, user_name: str = "", chat_id: str = "") -> Optional[str]:
         """The user's live code (reused so repeated messages do not mint new ones), or a new one.
 
-        None when too many strangers are already waiting on this platform.
+        None when too many strangers are already waiting on this platform, or this user already got
+        ``MAX_CODES_PER_USER`` codes in the last ``CODES_WINDOW_SECONDS``.
         """
+        return self.request(platform, user_id, user_name, chat_id, throttle_replies=False)[0]
+
+    def request(self, platform: str, user_id: str, user_name: str = "", chat_id: str = "",
+                throttle_replies: bool = True) -> tuple[Optional[str], str]:
+        """(code or None, what to tell the user): ``"code"``, ``"busy"`` (platform cap), ``"limit"``
+        (this user's cap) or ``"quiet"`` (answered less than ``REPLY_INTERVAL_SECONDS`` ago: a user who
+        keeps messaging gets no reply per message)."""
+        uid, now = str(user_id), self.clock()
         with self._locked():
             pending = self._live_pending(platform)
-            for code, entry in pending.items():
-                if entry.get("user_id") == str(user_id):
-                    return code
-            if len(pending) >= MAX_PENDING_PER_PLATFORM:
-                return None
-            code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
-            pending[code] = {"user_id": str(user_id), "user_name": user_name, "chat_id": str(chat_id),
-                             "created_at": self.clock()}
-            self._write(self._path(platform, "pending"), pending)
-            return code
+            history = {u: h for u, h in self._read(self._path(platform, "requests")).items()
+                       if now - max([float(h.get("replied_at", 0)), *map(float, h.get("codes", []))])
+                       < CODES_WINDOW_SECONDS}
+            mine = history.setdefault(uid, {"codes": [], "replied_at": 0})
+            mine["codes"] = [t for t in mine.get("codes", []) if now - float(t) < CODES_WINDOW_SECONDS]
+            if throttle_replies and now - float(mine.get("replied_at", 0)) < REPLY_INTERVAL_SECONDS:
+                return None, "quiet"
+            code, verdict = next((c for c, e in pending.items() if e.get("user_id") == uid), None), "code"
+            if code is None:
+                if len(pending) >= MAX_PENDING_PER_PLATFORM:
+                    verdict = "busy"
+                elif len(mine["codes"]) >= MAX_CODES_PER_USER:
+                    verdict = "limit"
+                else:
+                    code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+                    pending[code] = {"user_id": uid, "user_name": user_name, "chat_id": str(chat_id),
+                                     "created_at": now}
+                    mine["codes"].append(now)
+                    self._write(self._path(platform, "pending"), pending)
+            if throttle_replies:
+                mine["replied_at"] = now
+            self._write(self._path(platform, "requests"), history)
+            return code, verdict
 
     def approve(self, platform: str, code: str) -> Optional[dict[str, Any]]:
         """Admit the user behind a live code; the code is consumed. None if unknown or expired."""
@@ -111,6 +136,9 @@ class PairingStore:
             approved = self._read(self._path(platform, "approved"))
             approved[entry["user_id"]] = {"user_name": entry.get("user_name", ""), "approved_at": self.clock()}
             self._write(self._path(platform, "approved"), approved)
+            history = self._read(self._path(platform, "requests"))
+            if history.pop(entry["user_id"], None) is not None:  # admitted: a later revoke starts afresh
+                self._write(self._path(platform, "requests"), history)
             return entry
 
     def revoke(self, platform: str, user_id: str) -> bool:
@@ -136,7 +164,10 @@ class PairingStore:
         return out
 
 
-def pairing_message(platform: str, code: Optional[str]) -> str:
+def pairing_message(platform: str, code: Optional[str], verdict: str = "code") -> str:
+    if verdict == "limit":
+        return ("You have asked for pairing codes too often today. Ask the owner of this bot to add you, "
+                "or try again tomorrow.")
     if code is None:
         return "I can't take new pairing requests right now. Ask the owner of this bot to add you."
     return ("Hi! I don't know you yet, so I can't answer. Ask the owner of this bot to run:\n\n"
@@ -157,6 +188,7 @@ class AccessControl:
         extra = self.config_allowed.get(platform, set()) | self.config_allowed.get("*", set())
         return allowlisted(platform, user_id, self.env, extra) or self.store.is_approved(platform, user_id)
 
-    def refusal(self, platform: str, user_id: str, user_name: str = "", chat_id: str = "") -> str:
-        """The message an unknown user gets: a one-time pairing code."""
-        return pairing_message(platform, self.store.request_code(platform, user_id, user_name, chat_id))
+    def refusal(self, platform: str, user_id: str, user_name: str = "", chat_id: str = "") -> Optional[str]:
+        """The message an unknown user gets (a one-time pairing code), or None: answered recently."""
+        code, verdict = self.store.request(platform, user_id, user_name, chat_id)
+        return None if verdict == "quiet" else pairing_message(platform, code, verdict)

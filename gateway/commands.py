@@ -10,6 +10,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 Reply = Callable[[str], Awaitable[None]]
 
+STOP_REPLIES = {
+    "running": "Stopping the current turn.",
+    "pending": "Stopping your last message before it starts.",  # accepted, not started yet
+    None: "Nothing is running.",
+}
 HELP_TEXT = ("Commands: /new (fresh session), /usage (tokens and context), /compress [focus], "
              "/model [name], /stop (interrupt the running turn), /help")
 
@@ -23,7 +28,7 @@ async def command(runner: "GatewayRunner", key: str, user_id: Optional[str], tex
 
         await reply(HELP_TEXT + await asyncio.to_thread(help_text, runner))
     elif name == "/stop":
-        await reply("Stopping the current turn." if runner.stop_turn(key) else "Nothing is running.")
+        await reply(STOP_REPLIES[runner.stop_turn(key, notice=True)])
     elif name == "/model":
         st = runner.live_state(key)
         if arg:

@@ -30,7 +30,8 @@ from gateway import skills
 from gateway.access import AccessControl
 from gateway.commands import HELP_TEXT, command, format_usage  # noqa: F401 - re-exported
 from gateway.platforms.base import MessageEvent, PlatformAdapter
-from gateway.reactions import SOFT_DEFERRED, TurnOutcome, react, short_error  # noqa: F401 - re-exported
+from gateway.reactions import (SOFT_DEFERRED, TurnOutcome, persist_user_message, react,  # noqa: F401
+                               short_error)
 from gateway.sessions import SessionMap, key_for_event, new_session_id, platform_of
 
 log = logging.getLogger("gateway.runner")
@@ -46,7 +47,13 @@ class _Request:
     system_message: Optional[str] = None
     conversation_history: Optional[list[dict[str, Any]]] = None
     stream_callback: Optional[Callable[[str], None]] = None
+    tool_callback: Optional[Callable[[dict[str, Any]], None]] = None
     started: bool = False
+    done: bool = False
+    stop_requested: bool = False  # /stop, a newer message (busy policy) or a client that went away
+    stop_message: Optional[str] = None
+    stop_notice: bool = False  # tell the chat when the stop landed before the turn started
+    state: Optional["_Session"] = None  # the session it runs in, once started
     abandoned: bool = False  # persisted by the drain instead of run
     persist_only: bool = False  # received while draining: stored in order, not answered
     mark: int = 0  # store position before the turn (see SessionMap.ensure_user_message)
@@ -64,7 +71,32 @@ class _Session:
         self.running: Optional[_Request] = None
         self.holders = 0  # waiting for or holding the lock; a held state is never evicted
         self.moved_to: Optional[str] = None  # rotated: its keys now lead to this session
+        self.deleted = False  # deleted through the API: its keys lead to a fresh session
+        self.store: Any = None  # a throwaway turn's private in-memory store (nothing reaches state.db)
         self.last_used = time.monotonic()
+
+
+class SessionBusy(Exception):
+    """The session is running (or about to run) a turn, so it cannot be deleted now."""
+
+
+STOPPED_BEFORE_START = ("Stopped before it started: your message is kept in the conversation but was not "
+                        "answered.")
+REARM_SECONDS = 0.05
+
+
+class TurnHandle:
+    """A submitted turn: ``await outcome()`` for its result; ``stop()`` interrupts it, or keeps it
+    from starting when it has not started yet (e.g. the HTTP client went away)."""
+
+    def __init__(self, runner: "GatewayRunner", req: _Request, task: "asyncio.Task[TurnOutcome]") -> None:
+        self._runner, self._req, self.task = runner, req, task
+
+    async def outcome(self) -> TurnOutcome:
+        return await asyncio.shield(self.task)
+
+    def stop(self, message: Optional[str] = None) -> bool:
+        return self._runner.stop_request(self._req, message)
 
 
 class _KeyLocks:
@@ -100,7 +132,8 @@ def close_agent(agent: Any) -> None:
 
 
 def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFactory:
-    """Agents for real: provider settings resolved once from config/env, one shared SessionDB."""
+    """Agents for real: provider settings resolved once from config/env, one shared SessionDB (a
+    throwaway turn passes its own ``store``)."""
     from agent.config import load_config, resolve_provider
 
     cfg = config if config is not None else load_config()
@@ -109,12 +142,13 @@ def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFa
 
     check_config(cfg)  # an unknown toolset stops the gateway at start-up, not at the first message
 
-    def make(session_id: Optional[str], platform: str, model: Optional[str] = None) -> Any:
+    def make(session_id: Optional[str], platform: str, model: Optional[str] = None, store: Any = None) -> Any:
         from run_agent import AIAgent
 
         return AIAgent(base_url=settings.base_url, api_key=settings.api_key, model=model or settings.model,
                         provider=settings.provider, context_length=settings.context_length, config=cfg,
-                        session_id=session_id, platform=platform, quiet_mode=True, session_db=session_db)
+                        session_id=session_id, platform=platform, quiet_mode=True,
+                        session_db=store if store is not None else session_db)
 
     make.default_model = settings.model  # type: ignore[attr-defined]
     make.config = cfg  # type: ignore[attr-defined]
@@ -209,7 +243,7 @@ class GatewayRunner:
             log.info("refused unknown user %s on %s; pairing code sent", event.user_id, event.platform)
             text = await asyncio.to_thread(self.access.refusal, event.platform, event.user_id,
                                            event.user_name, event.chat_id)
-            if adapter:
+            if adapter and text:  # None: this user was answered recently (no reply per message)
                 await adapter.send(event.chat_id, text, thread_id=event.thread_id)
             return
         if not event.text.strip():
@@ -223,7 +257,7 @@ class GatewayRunner:
             return
         req = _Request(event.text, key, event.user_id, notify=reply)
         if self.busy_policy == "interrupt":
-            self.stop_turn(key, event.text)
+            self.stop_turn(key, event.text)  # the running turn, or one still waiting to start
         self.spawn(self._chat_turn(req, adapter, event.chat_id, reply), req)
 
     def spawn(self, coro: Awaitable[Any], req: Optional[_Request]) -> asyncio.Task[Any]:
@@ -313,31 +347,80 @@ class GatewayRunner:
             except BaseException:
                 self._let_go(st)
                 raise
-            if st.moved_to is None:
+            if st.moved_to is None and not st.deleted:
                 self._key_sid[key] = sid
                 return st
             moved_to = st.moved_to  # rotated while we waited: follow the conversation to its new session
             st.lock.release()
             self._let_go(st)
-            if await asyncio.to_thread(self.sessions.lookup, key) == sid:
+            self._key_sid.pop(key, None)
+            if moved_to is not None and await asyncio.to_thread(self.sessions.lookup, key) == sid:
                 await asyncio.to_thread(self.db.bind_session_key, key, moved_to)
 
     def _let_go(self, st: _Session) -> None:
         st.holders -= 1
-        if st.holders == 0 and (st.agent is None or st.moved_to) and self._states.get(st.sid) is st:
+        if st.holders == 0 and (st.agent is None or st.moved_to or st.deleted) and self._states.get(st.sid) is st:
             del self._states[st.sid]  # nothing cached: the state is rebuilt on demand
 
     def live_state(self, key: str) -> Optional[_Session]:
         sid = self._key_sid.get(key)
         return self._states.get(sid) if sid else None
 
-    def stop_turn(self, key: str, message: Optional[str] = None) -> bool:
-        """Interrupt the turn running in the key's session; False when nothing runs there."""
+    def stop_turn(self, key: str, message: Optional[str] = None, notice: bool = False) -> Optional[str]:
+        """Stop the turn running in the key's session (``"running"``), else the key's next turn that
+        was accepted but has not started (``"pending"``: it will not run; with ``notice`` the chat is
+        told); None when there is nothing to stop."""
         st = self.live_state(key)
-        if st is None or st.running is None or st.agent is None:
+        if st is not None and st.running is not None and not st.running.stop_requested:
+            self.stop_request(st.running, message)
+            return "running"
+        for req in self._pending:
+            if req.key == key and not req.started and not req.stop_requested and not req.persist_only:
+                req.stop_notice = notice
+                self.stop_request(req, message)
+                return "pending"
+        return None
+
+    def stop_request(self, req: _Request, message: Optional[str] = None) -> bool:
+        """Stop one turn. Not started yet: it never runs. Running: its agent is interrupted, and the
+        interrupt is repeated until the turn ends, because an agent clears interrupts when its turn
+        begins (one that lands between "thread started" and "turn begun" would be lost)."""
+        if req.done or req.stop_requested:
             return False
-        self._interrupt(st.agent, message)
+        req.stop_requested, req.stop_message = True, message
+        if req.started:
+            self.spawn(self._keep_interrupting(req), None)
         return True
+
+    async def _keep_interrupting(self, req: _Request) -> None:
+        while not req.done:
+            st = req.state
+            if st is not None and st.agent is not None:
+                self._interrupt(st.agent, req.stop_message)
+            await asyncio.sleep(REARM_SECONDS)
+
+    def is_busy(self, session_id: str) -> bool:
+        """A turn (or a chat command) holds or waits for the session."""
+        st = self._states.get(session_id)
+        return st is not None and (st.running is not None or st.lock.locked() or st.holders > 0)
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Delete a stored session (messages, keys, responses); SessionBusy while a turn runs or waits.
+        Keys that named it lead to a fresh session afterwards. False when there was no such session."""
+        if self.is_busy(session_id):
+            raise SessionBusy(session_id)
+        st = self._states.get(session_id) or self._states.setdefault(session_id, _Session(session_id))
+        st.holders += 1
+        await st.lock.acquire()  # free (checked above): no turn can start while the rows go
+        try:
+            deleted = await asyncio.to_thread(self.db.delete_session, session_id)
+            st.deleted = True
+            self.drop_agent(st)
+            self._key_sid = {k: sid for k, sid in self._key_sid.items() if sid != session_id}
+            return bool(deleted)
+        finally:
+            st.lock.release()
+            self._let_go(st)
 
     async def rotate(self, st: _Session, key: str, reason: str, user_id: Optional[str]) -> tuple[Optional[str], str]:
         """A fresh session for ``key`` and every key sharing ``st``; the caller holds ``st``."""
@@ -355,18 +438,26 @@ class GatewayRunner:
         if st.agent is None:
             platform = platform_of(key) if key else st.platform
             model = self.models.get(key) if key else None
+            extra = {"store": st.store} if st.store is not None else {}
             st.agent = await asyncio.get_running_loop().run_in_executor(
-                self.pool, lambda: self.agent_factory(session_id=st.sid, platform=platform, model=model))
+                self.pool, lambda: self.agent_factory(session_id=st.sid, platform=platform, model=model, **extra))
         return st.agent
 
     # -- turns (shared by chats and the API server) ------------------------------------------------
-    async def run_turn(self, key: Optional[str], text: str, *, platform: str = "api_server",
-                       system_message: Optional[str] = None,
-                       conversation_history: Optional[list[dict[str, Any]]] = None,
-                       stream_callback: Optional[Callable[[str], None]] = None) -> TurnOutcome:
+    async def run_turn(self, key: Optional[str], text: str, **kwargs: Any) -> TurnOutcome:
         """One turn for ``key`` (a persistent session), or a throwaway session when ``key`` is None.
-        The turn runs to completion even if the caller goes away (e.g. an HTTP client disconnects)."""
-        req = _Request(text, key, None, system_message, conversation_history, stream_callback)
+        The turn runs to completion even if the caller goes away (see ``submit`` to stop it)."""
+        return await self.submit(key, text, **kwargs).outcome()
+
+    def submit(self, key: Optional[str], text: str, *, platform: str = "api_server",
+               system_message: Optional[str] = None,
+               conversation_history: Optional[list[dict[str, Any]]] = None,
+               stream_callback: Optional[Callable[[str], None]] = None,
+               tool_progress_callback: Optional[Callable[[dict[str, Any]], None]] = None) -> TurnHandle:
+        """Accept a turn (it is queued behind the session's running turn) and return its handle.
+        A throwaway turn (``key`` None) runs on a private in-memory store: nothing of it is saved."""
+        req = _Request(text, key, None, system_message, conversation_history, stream_callback,
+                       tool_progress_callback)
         if key is None:
             task = self.spawn(self._stateless(req, platform), None)
         else:
@@ -377,21 +468,27 @@ class GatewayRunner:
                     return await self._run_locked(st, req)
 
             task = self.spawn(locked(), req)
-        return await asyncio.shield(task)
+        return TurnHandle(self, req, task)
 
     async def _stateless(self, req: _Request, platform: str) -> TurnOutcome:
+        from hermes_state import SessionDB
+
         st = _Session(new_session_id(), platform)
+        st.store = SessionDB(":memory:")
         try:
             return await self._run_locked(st, req, stateless=True)
         finally:
             self.drop_agent(st)  # nobody will use it again: release its connections now
+            st.store.close()
 
     async def _run_locked(self, st: _Session, req: _Request, stateless: bool = False) -> TurnOutcome:
         """Run one turn; the caller holds ``st.lock`` (or owns ``st`` outright when stateless)."""
         loop = asyncio.get_running_loop()
         if req in self._pending:
             self._pending.remove(req)
-        st.running, req.started = req, True
+        if req.stop_requested:
+            return await self._stopped_before_start(st, req, stateless)
+        st.running, req.started, req.state = req, True, st
         st.last_used = time.monotonic()
         who = req.key or st.sid
         result: dict[str, Any]
@@ -408,6 +505,9 @@ class GatewayRunner:
 
             def call() -> Any:
                 agent.status_callback = on_status
+                agent.tool_progress_callback = req.tool_callback
+                if req.stop_requested:  # stopped while the agent was being made
+                    return {"interrupted": True, "completed": False, "final_response": None}
                 return agent.run_conversation(req.text, system_message=req.system_message,
                                               conversation_history=req.conversation_history,
                                               stream_callback=req.stream_callback)
@@ -419,12 +519,23 @@ class GatewayRunner:
             log.exception("turn for %s raised", who)
             result = {"failed": True, "completed": False, "error": f"{type(exc).__name__}: {exc}"}
         finally:
-            st.running = None
+            st.running, req.done = None, True
             st.last_used = time.monotonic()
+        if req.stop_requested and not stateless and not result.get("final_response"):
+            await persist_user_message(self, st, req)  # a stop never costs the user their words
         outcome = await react(self, st, req, result, stateless)
         self.turns_completed += 1
         self._evict_idle()
         return outcome
+
+    async def _stopped_before_start(self, st: _Session, req: _Request, stateless: bool) -> TurnOutcome:
+        req.done = True
+        if not stateless:
+            req.mark = await asyncio.to_thread(self.sessions.mark, st.sid)
+            await persist_user_message(self, st, req)
+        log.info("%s: stopped before it started", req.key or st.sid)
+        return TurnOutcome("interrupted", STOPPED_BEFORE_START if req.stop_notice else "", st.sid,
+                           {"interrupted": True, "completed": False, "partial": True})
 
     def _evict_idle(self) -> None:
         """Keep at most ``max_cached_agents`` live agents; the least recently used idle ones go."""

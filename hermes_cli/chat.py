@@ -534,13 +534,11 @@ def _finish_reviews(r: Renderer, timeout: float = 120.0) -> None:
 
 def run_repl(args: Any, cfg: Any) -> int:
     """`hermes` / `hermes chat` on a terminal."""
-    from agent.config import hermes_home
+    from agent.home import ensure_home
+    from agent.mcp.manager import shutdown_servers, start_servers
     from hermes_cli.agent_factory import build_agent, local_notice, open_db, provider_settings, resolve_session_arg
 
-    from agent.mcp.manager import shutdown_servers, start_servers
-
-    home = hermes_home()
-    home.mkdir(parents=True, exist_ok=True)
+    home = ensure_home()  # 0700: transcripts, keys and the prompt history live here
     r = Renderer()
     # MCP servers connect in the background; the first turn of a session waits for the ones
     # still connecting (up to their connect_timeout), later news is printed between prompts

@@ -48,6 +48,20 @@ def check_env_file() -> Optional[Check]:
     return Check(OK, "secrets", f"{p} is private (mode 600)")
 
 
+def check_permissions() -> Check:
+    """HERMES_HOME 0700; the session store (and WAL/SHM) and logs 0600 (.env has its own check)."""
+    from agent.config import env_path, hermes_home
+    from agent.home import loose_permissions
+
+    loose = [item for item in loose_permissions() if item[0] != env_path()]
+    if not loose:
+        return Check(OK, "permissions", f"{hermes_home()} and its store and logs are private")
+    shown = ", ".join(f"{p} (mode {mode:o})" for p, mode, _ in loose[:3]) + (" …" if len(loose) > 3 else "")
+    fixes = sorted({f"chmod {wanted:o} {p}" for p, _, wanted in loose})
+    return Check(FAIL, "permissions", f"readable by others: {shown}; fix: {'; '.join(fixes[:4])}"
+                 + (" (or run any hermes command, which tightens them)" if len(fixes) > 4 else ""))
+
+
 def probe_models(base_url: str, api_key: Optional[str], timeout: float) -> tuple[bool, str]:
     """GET {base_url}/models: (reachable, what we learned)."""
     import urllib.error
@@ -178,6 +192,7 @@ def run(args: Any = None, out: TextIO = sys.stdout) -> int:
     env = check_env_file()
     if env:
         checks.append(env)
+    checks.append(check_permissions())  # before anything opens the store (which tightens it)
     pc, ps = check_provider(cfg)
     checks.append(pc)
     checks.append(check_database())
