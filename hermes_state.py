@@ -104,7 +104,15 @@ def _m3_delegations(c: sqlite3.Connection) -> None:
               "ON delegations(parent_session_id, started_at, task_index)")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_core, _m2_fts, _m3_delegations]
+def _m4_api_responses(c: sqlite3.Connection) -> None:
+    # Responses API objects the API server keeps for GET/DELETE /v1/responses/{id} and chaining.
+    c.execute("""CREATE TABLE IF NOT EXISTS api_responses (
+        id TEXT PRIMARY KEY, session_id TEXT, created_at REAL, body TEXT NOT NULL)""")
+    c.execute("CREATE INDEX IF NOT EXISTS idx_api_responses_session ON api_responses(session_id)")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_core, _m2_fts, _m3_delegations,
+                                                          _m4_api_responses]
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,7 +233,8 @@ class SessionDB:
     (``/undo``, by row id), ``max_message_id``, ``search_messages`` (FTS5, includes compacted rows).
     Session search (SPEC §11): ``search_sessions``, ``messages_around``, ``session_head_tail``,
     ``recent_sessions``.
-    Gateway: ``bind_session_key``, ``get_session_for_key``.
+    Gateway: ``bind_session_key``, ``get_session_for_key``, ``unbind_session_key``; API server
+    responses: ``save_response``, ``get_response``, ``delete_response``.
     Delegation: ``record_delegation``, ``list_children``.
     Compression lock (SPEC §5): ``try_acquire_compression_lock``, ``refresh_compression_lock``,
     ``release_compression_lock``, ``get_compression_lock_holder``.
@@ -456,6 +465,7 @@ class SessionDB:
         c.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))  # triggers clean FTS
         c.execute("DELETE FROM compression_locks WHERE session_id = ?", (session_id,))
         c.execute("DELETE FROM session_keys WHERE session_id = ?", (session_id,))
+        c.execute("DELETE FROM api_responses WHERE session_id = ?", (session_id,))
         return c.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
 
     def delete_session(self, session_id: str) -> bool:
@@ -844,6 +854,34 @@ class SessionDB:
     def get_session_for_key(self, key: str) -> Optional[str]:
         rows = self._read("SELECT session_id FROM session_keys WHERE key = ?", (key,))
         return rows[0][0] if rows else None
+
+    def unbind_session_key(self, key: str) -> bool:
+        """Forget a gateway key (its session stays)."""
+        return self._write(lambda c: c.execute("DELETE FROM session_keys WHERE key = ?", (key,)).rowcount > 0)
+
+    # -- API server responses ------------------------------------------------------------------
+
+    def save_response(self, response_id: str, session_id: Optional[str], body: dict[str, Any]) -> None:
+        """Keep a Responses API object (the session it continued, its JSON) for GET and chaining."""
+        self._write(lambda c: c.execute(
+            "INSERT OR REPLACE INTO api_responses (id, session_id, created_at, body) VALUES (?, ?, ?, ?)",
+            (response_id, session_id, time.time(), json.dumps(body))))
+
+    def get_response(self, response_id: str) -> Optional[dict[str, Any]]:
+        """``{"id", "session_id", "created_at", "body"}`` or None."""
+        rows = self._read("SELECT * FROM api_responses WHERE id = ?", (response_id,))
+        if not rows:
+            return None
+        d = dict(rows[0])
+        try:
+            d["body"] = json.loads(d["body"])
+        except ValueError:
+            d["body"] = None
+        return d
+
+    def delete_response(self, response_id: str) -> bool:
+        return self._write(lambda c: c.execute("DELETE FROM api_responses WHERE id = ?",
+                                               (response_id,)).rowcount > 0)
 
     # -- delegation (SPEC §13) ---------------------------------------------------------------
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:  # pragma: no cover
-    from gateway.runner import GatewayRunner, _Request, _Session
+    from gateway.runner import GatewayRunner
+    from gateway.turn_state import SessionState, TurnRequest
 
 log = logging.getLogger("gateway.runner")
 
@@ -39,7 +40,7 @@ def short_error(result: dict[str, Any]) -> str:
     return (err.splitlines() or ["unknown error"])[0][:300]
 
 
-async def persist_user_message(runner: "GatewayRunner", st: "_Session", req: "_Request") -> bool:
+async def persist_user_message(runner: "GatewayRunner", st: "SessionState", req: "TurnRequest") -> bool:
     """Make sure the user's message is in the session; True when it is (written now or already)."""
     def write() -> bool:
         if runner.db.get_session(st.sid) is None:  # a throwaway session the agent never got to create
@@ -54,7 +55,7 @@ async def persist_user_message(runner: "GatewayRunner", st: "_Session", req: "_R
         return False
 
 
-async def react(runner: "GatewayRunner", st: "_Session", req: "_Request", result: dict[str, Any],
+async def react(runner: "GatewayRunner", st: "SessionState", req: "TurnRequest", result: dict[str, Any],
                 stateless: bool) -> TurnOutcome:
     sid = str(result.get("session_id") or st.sid)
     who = req.key or sid

@@ -13,6 +13,10 @@ Why it is shaped like this:
   while the locks are held so they arrive in order too.
 - SPEC §7 reactions live in ``gateway.reactions``; slash commands in ``gateway.commands``.
 - Every agent the runner lets go is ``close()``d: it owns a provider client with a connection pool.
+- A stop (/stop, a newer message under ``interrupt``, an API client that went away) also reaches a turn
+  that was accepted but has not started: it never runs (its message is kept). A running turn is
+  interrupted again and again until it ends, since an agent clears interrupts when its turn begins.
+- Throwaway API turns (no session key) run on a private in-memory store: no transcript is written.
 - On shutdown nothing already received is lost: running turns get a bounded drain, then anything
   still queued or running is written to the store as the user's message.
 """
@@ -23,7 +27,6 @@ import contextlib
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Callable, Optional
 
 from gateway import skills
@@ -33,89 +36,12 @@ from gateway.platforms.base import MessageEvent, PlatformAdapter
 from gateway.reactions import (SOFT_DEFERRED, TurnOutcome, persist_user_message, react,  # noqa: F401
                                short_error)
 from gateway.sessions import SessionMap, key_for_event, new_session_id, platform_of
+from gateway.turn_state import (REARM_SECONDS, STOPPED_BEFORE_START, KeyLocks, SessionBusy,  # noqa: F401
+                                SessionState, TurnHandle, TurnRequest)
 
 log = logging.getLogger("gateway.runner")
 
 AgentFactory = Callable[..., Any]  # (session_id=, platform=, model=) -> AIAgent-like
-
-
-@dataclass
-class _Request:
-    text: str
-    key: Optional[str] = None  # None: a stateless API request
-    user_id: Optional[str] = None
-    system_message: Optional[str] = None
-    conversation_history: Optional[list[dict[str, Any]]] = None
-    stream_callback: Optional[Callable[[str], None]] = None
-    tool_callback: Optional[Callable[[dict[str, Any]], None]] = None
-    started: bool = False
-    done: bool = False
-    stop_requested: bool = False  # /stop, a newer message (busy policy) or a client that went away
-    stop_message: Optional[str] = None
-    stop_notice: bool = False  # tell the chat when the stop landed before the turn started
-    state: Optional["_Session"] = None  # the session it runs in, once started
-    abandoned: bool = False  # persisted by the drain instead of run
-    persist_only: bool = False  # received while draining: stored in order, not answered
-    mark: int = 0  # store position before the turn (see SessionMap.ensure_user_message)
-    notify: Optional[Callable[[str], Awaitable[None]]] = None  # tells the chat about warnings mid-turn
-
-
-class _Session:
-    """Runtime state of one session id."""
-
-    def __init__(self, sid: str, platform: str = "api_server") -> None:
-        self.sid = sid
-        self.platform = platform
-        self.lock = asyncio.Lock()
-        self.agent: Any = None
-        self.running: Optional[_Request] = None
-        self.holders = 0  # waiting for or holding the lock; a held state is never evicted
-        self.moved_to: Optional[str] = None  # rotated: its keys now lead to this session
-        self.deleted = False  # deleted through the API: its keys lead to a fresh session
-        self.store: Any = None  # a throwaway turn's private in-memory store (nothing reaches state.db)
-        self.last_used = time.monotonic()
-
-
-class SessionBusy(Exception):
-    """The session is running (or about to run) a turn, so it cannot be deleted now."""
-
-
-STOPPED_BEFORE_START = ("Stopped before it started: your message is kept in the conversation but was not "
-                        "answered.")
-REARM_SECONDS = 0.05
-
-
-class TurnHandle:
-    """A submitted turn: ``await outcome()`` for its result; ``stop()`` interrupts it, or keeps it
-    from starting when it has not started yet (e.g. the HTTP client went away)."""
-
-    def __init__(self, runner: "GatewayRunner", req: _Request, task: "asyncio.Task[TurnOutcome]") -> None:
-        self._runner, self._req, self.task = runner, req, task
-
-    async def outcome(self) -> TurnOutcome:
-        return await asyncio.shield(self.task)
-
-    def stop(self, message: Optional[str] = None) -> bool:
-        return self._runner.stop_request(self._req, message)
-
-
-class _KeyLocks:
-    """One FIFO lock per key, alive only while someone waits for or holds it."""
-
-    def __init__(self) -> None:
-        self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
-
-    @contextlib.asynccontextmanager
-    async def hold(self, key: str) -> AsyncIterator[None]:
-        lock, users = self._locks.setdefault(key, (asyncio.Lock(), [0]))
-        users[0] += 1
-        try:
-            async with lock:
-                yield
-        finally:
-            users[0] -= 1
-            if not users[0]:
-                self._locks.pop(key, None)
 
 
 async def _noop_reply(_text: str) -> None:
@@ -171,10 +97,10 @@ class GatewayRunner:
         self.typing_interval = typing_interval
         self.pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="turn")
         self.accepting = False
-        self._states: dict[str, _Session] = {}  # session id -> state
+        self._states: dict[str, SessionState] = {}  # session id -> state
         self._key_sid: dict[str, str] = {}  # key -> the session it last ran in (for /stop, interrupts)
-        self._key_locks = _KeyLocks()
-        self._pending: list[_Request] = []  # received and not started yet, in arrival order
+        self._key_locks = KeyLocks()
+        self._pending: list[TurnRequest] = []  # received and not started yet, in arrival order
         self._tasks: set[asyncio.Task[Any]] = set()
         self.models: dict[str, str] = {}  # key -> model chosen with /model
         self.turns_completed = 0
@@ -236,7 +162,7 @@ class GatewayRunner:
         key = key_for_event(event)
         if not self.accepting:
             if self.access.is_allowed(event.platform, event.user_id) and event.text.strip():
-                req = _Request(event.text, key, event.user_id, persist_only=True)
+                req = TurnRequest(event.text, key, event.user_id, persist_only=True)
                 self.spawn(self._chat_turn(req, None, event.chat_id, _noop_reply), req)
             return
         if not self.access.is_allowed(event.platform, event.user_id):
@@ -255,12 +181,12 @@ class GatewayRunner:
 
         if event.text.startswith("/") and await command(self, key, event.user_id, event.text, reply):
             return
-        req = _Request(event.text, key, event.user_id, notify=reply)
+        req = TurnRequest(event.text, key, event.user_id, notify=reply)
         if self.busy_policy == "interrupt":
             self.stop_turn(key, event.text)  # the running turn, or one still waiting to start
         self.spawn(self._chat_turn(req, adapter, event.chat_id, reply), req)
 
-    def spawn(self, coro: Awaitable[Any], req: Optional[_Request]) -> asyncio.Task[Any]:
+    def spawn(self, coro: Awaitable[Any], req: Optional[TurnRequest]) -> asyncio.Task[Any]:
         if req is not None:
             self._pending.append(req)  # synchronously, so the drain sees it even before the task runs
         task = asyncio.ensure_future(coro)
@@ -268,7 +194,7 @@ class GatewayRunner:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def _chat_turn(self, req: _Request, adapter: Optional[PlatformAdapter], chat_id: str,
+    async def _chat_turn(self, req: TurnRequest, adapter: Optional[PlatformAdapter], chat_id: str,
                          reply: Callable[[str], Awaitable[None]]) -> None:
         try:
             await self._chat_turn_locked(req, adapter, chat_id, reply)
@@ -279,7 +205,7 @@ class GatewayRunner:
                     await reply(f"Sorry, that failed: {type(exc).__name__}: {exc}. Your message could not be "
                                 "saved; please send it again.")
 
-    async def _chat_turn_locked(self, req: _Request, adapter: Optional[PlatformAdapter], chat_id: str,
+    async def _chat_turn_locked(self, req: TurnRequest, adapter: Optional[PlatformAdapter], chat_id: str,
                                 reply: Callable[[str], Awaitable[None]]) -> None:
         assert req.key is not None
         async with self.hold(req.key, req.user_id) as st:
@@ -321,7 +247,7 @@ class GatewayRunner:
 
     # -- sessions: key -> session id -> state ----------------------------------------------------
     @contextlib.asynccontextmanager
-    async def hold(self, key: str, user_id: Optional[str] = None) -> AsyncIterator[_Session]:
+    async def hold(self, key: str, user_id: Optional[str] = None) -> AsyncIterator[SessionState]:
         """The key's session, locked: its FIFO key lock first (arrival order), then the lock of the
         session the key resolves to, shared with every other key bound to that session."""
         async with self._key_locks.hold(key):
@@ -333,14 +259,14 @@ class GatewayRunner:
                 st.lock.release()
                 self._let_go(st)
 
-    async def _acquire(self, key: str, user_id: Optional[str]) -> _Session:
+    async def _acquire(self, key: str, user_id: Optional[str]) -> SessionState:
         while True:
             sid = self._key_sid.get(key)  # a key seen before whose session is live: no store round trip
             if sid is None or sid not in self._states:
                 sid = await asyncio.to_thread(self.sessions.get_or_create, key, user_id)
             st = self._states.get(sid)
             if st is None:
-                st = self._states[sid] = _Session(sid, platform_of(key))
+                st = self._states[sid] = SessionState(sid, platform_of(key))
             st.holders += 1
             try:
                 await st.lock.acquire()
@@ -357,12 +283,12 @@ class GatewayRunner:
             if moved_to is not None and await asyncio.to_thread(self.sessions.lookup, key) == sid:
                 await asyncio.to_thread(self.db.bind_session_key, key, moved_to)
 
-    def _let_go(self, st: _Session) -> None:
+    def _let_go(self, st: SessionState) -> None:
         st.holders -= 1
         if st.holders == 0 and (st.agent is None or st.moved_to or st.deleted) and self._states.get(st.sid) is st:
             del self._states[st.sid]  # nothing cached: the state is rebuilt on demand
 
-    def live_state(self, key: str) -> Optional[_Session]:
+    def live_state(self, key: str) -> Optional[SessionState]:
         sid = self._key_sid.get(key)
         return self._states.get(sid) if sid else None
 
@@ -381,7 +307,7 @@ class GatewayRunner:
                 return "pending"
         return None
 
-    def stop_request(self, req: _Request, message: Optional[str] = None) -> bool:
+    def stop_request(self, req: TurnRequest, message: Optional[str] = None) -> bool:
         """Stop one turn. Not started yet: it never runs. Running: its agent is interrupted, and the
         interrupt is repeated until the turn ends, because an agent clears interrupts when its turn
         begins (one that lands between "thread started" and "turn begun" would be lost)."""
@@ -392,7 +318,7 @@ class GatewayRunner:
             self.spawn(self._keep_interrupting(req), None)
         return True
 
-    async def _keep_interrupting(self, req: _Request) -> None:
+    async def _keep_interrupting(self, req: TurnRequest) -> None:
         while not req.done:
             st = req.state
             if st is not None and st.agent is not None:
@@ -409,7 +335,7 @@ class GatewayRunner:
         Keys that named it lead to a fresh session afterwards. False when there was no such session."""
         if self.is_busy(session_id):
             raise SessionBusy(session_id)
-        st = self._states.get(session_id) or self._states.setdefault(session_id, _Session(session_id))
+        st = self._states.get(session_id) or self._states.setdefault(session_id, SessionState(session_id))
         st.holders += 1
         await st.lock.acquire()  # free (checked above): no turn can start while the rows go
         try:
@@ -422,19 +348,19 @@ class GatewayRunner:
             st.lock.release()
             self._let_go(st)
 
-    async def rotate(self, st: _Session, key: str, reason: str, user_id: Optional[str]) -> tuple[Optional[str], str]:
+    async def rotate(self, st: SessionState, key: str, reason: str, user_id: Optional[str]) -> tuple[Optional[str], str]:
         """A fresh session for ``key`` and every key sharing ``st``; the caller holds ``st``."""
         old, new = await asyncio.to_thread(self.sessions.rotate, key, reason, user_id, st.sid)
         st.moved_to = new
         self.drop_agent(st)
         return old, new
 
-    def drop_agent(self, st: _Session) -> None:
+    def drop_agent(self, st: SessionState) -> None:
         agent, st.agent = st.agent, None
         if agent is not None:
             close_agent(agent)
 
-    async def agent_for(self, st: _Session, key: Optional[str]) -> Any:
+    async def agent_for(self, st: SessionState, key: Optional[str]) -> Any:
         if st.agent is None:
             platform = platform_of(key) if key else st.platform
             model = self.models.get(key) if key else None
@@ -456,7 +382,7 @@ class GatewayRunner:
                tool_progress_callback: Optional[Callable[[dict[str, Any]], None]] = None) -> TurnHandle:
         """Accept a turn (it is queued behind the session's running turn) and return its handle.
         A throwaway turn (``key`` None) runs on a private in-memory store: nothing of it is saved."""
-        req = _Request(text, key, None, system_message, conversation_history, stream_callback,
+        req = TurnRequest(text, key, None, system_message, conversation_history, stream_callback,
                        tool_progress_callback)
         if key is None:
             task = self.spawn(self._stateless(req, platform), None)
@@ -470,10 +396,10 @@ class GatewayRunner:
             task = self.spawn(locked(), req)
         return TurnHandle(self, req, task)
 
-    async def _stateless(self, req: _Request, platform: str) -> TurnOutcome:
+    async def _stateless(self, req: TurnRequest, platform: str) -> TurnOutcome:
         from hermes_state import SessionDB
 
-        st = _Session(new_session_id(), platform)
+        st = SessionState(new_session_id(), platform)
         st.store = SessionDB(":memory:")
         try:
             return await self._run_locked(st, req, stateless=True)
@@ -481,7 +407,7 @@ class GatewayRunner:
             self.drop_agent(st)  # nobody will use it again: release its connections now
             st.store.close()
 
-    async def _run_locked(self, st: _Session, req: _Request, stateless: bool = False) -> TurnOutcome:
+    async def _run_locked(self, st: SessionState, req: TurnRequest, stateless: bool = False) -> TurnOutcome:
         """Run one turn; the caller holds ``st.lock`` (or owns ``st`` outright when stateless)."""
         loop = asyncio.get_running_loop()
         if req in self._pending:
@@ -528,7 +454,7 @@ class GatewayRunner:
         self._evict_idle()
         return outcome
 
-    async def _stopped_before_start(self, st: _Session, req: _Request, stateless: bool) -> TurnOutcome:
+    async def _stopped_before_start(self, st: SessionState, req: TurnRequest, stateless: bool) -> TurnOutcome:
         req.done = True
         if not stateless:
             req.mark = await asyncio.to_thread(self.sessions.mark, st.sid)

@@ -4,7 +4,9 @@
 - ``security``: key, Host, Origin/CORS and Content-Type checks (one middleware, pure decisions)
 - ``wire``: OpenAI error bodies, bounded JSON bodies, small parsing helpers
 - ``session_headers``: ``X-Hermes-Session-Key`` / ``X-Hermes-Session-Id``
-- ``chat``, ``responses``: the two completion APIs; ``outcomes``: turn outcome -> wire
+- ``chat``, ``responses`` (+ ``response_events``): the two completion APIs; ``outcomes``: turn outcome
+  -> wire (finish reasons, the ``hermes`` member, tool progress records)
+- ``sessions_api``: ``/api/sessions`` (list, show, messages, delete)
 - ``sse``: server-sent events and the bridge from agent callbacks to the event loop
 
 Other features add their routes with ``APIServer.add_routes(registrar)`` (see docs/CONTRACTS.md).
@@ -26,6 +28,6 @@ __all__ = ["APIServer", "APIServerConfigError", "APIError", "RouteRegistrar", "e
 
 def builtin_registrars() -> list[Callable[[APIServer], None]]:
     """The routes every API server has, in registration order."""
-    from gateway.platforms.api_server import chat, responses, server
+    from gateway.platforms.api_server import chat, responses, server, sessions_api
 
-    return [server.register_basics, chat.register, responses.register]
+    return [server.register_basics, chat.register, responses.register, sessions_api.register]

@@ -14,7 +14,7 @@ from typing import Any, Optional
 from aiohttp import web
 
 from gateway.platforms.api_server import session_headers
-from gateway.platforms.api_server.outcomes import raise_for, stream_error
+from gateway.platforms.api_server.outcomes import ending, message_text, raise_for, tool_progress
 from gateway.platforms.api_server.sse import SSEWriter, TurnFeed
 from gateway.platforms.api_server.wire import (MODEL_ID, APIError, check_roles, read_json, text_of,
                                                usage_of)
@@ -51,24 +51,33 @@ def register(server: Any) -> None:
             return await _stream(runner, request, body, key, user_text, model, kwargs)
         outcome = await runner.run_turn(key, user_text, **kwargs)
         raise_for(outcome, key)
+        finish, hermes = ending(outcome, key)
         prompt, completion = usage_of(outcome.result)
-        return web.json_response({
-            "id": f"chatcmpl-{secrets.token_hex(12)}", "object": "chat.completion", "created": int(time.time()),
-            "model": model, "choices": [{"index": 0, "message": {"role": "assistant", "content": outcome.text},
-                                         "finish_reason": "stop", "logprobs": None}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion},
-        }, headers=session_headers.response_headers(outcome.session_id, key))
+        reply = {"id": f"chatcmpl-{secrets.token_hex(12)}", "object": "chat.completion",
+                 "created": int(time.time()), "model": model,
+                 "choices": [{"index": 0, "message": {"role": "assistant", "content": outcome.text},
+                              "finish_reason": finish, "logprobs": None}],
+                 "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                           "total_tokens": prompt + completion}}
+        if hermes is not None:
+            reply["hermes"] = hermes
+        return web.json_response(reply, headers=session_headers.response_headers(outcome.session_id, key))
 
     server.add_endpoint("chat_completions", "POST", "/v1/chat/completions", chat)
-    server.features.update(chat_completions=True, chat_completions_streaming=True)
+    server.features.update(chat_completions=True, chat_completions_streaming=True, tool_progress_events=True,
+                           session_key_header=True)
 
 
 async def _stream(runner: Any, request: web.Request, body: dict[str, Any], key: Optional[str], user_text: str,
                   model: str, kwargs: dict[str, Any]) -> web.StreamResponse:
+    """Content chunks with ``hermes.tool.progress`` events between them; the last chunk carries the
+    finish reason (and the ``hermes`` member); then ``[DONE]``. A client that goes away stops the turn."""
+    sid = await _session_id(runner, key)
     feed = TurnFeed(asyncio.get_running_loop())
-    turn = asyncio.ensure_future(runner.run_turn(key, user_text, stream_callback=feed.on_delta, **kwargs))
-    out = SSEWriter(request)
+    handle = runner.submit(key, user_text, stream_callback=feed.on_delta, tool_progress_callback=feed.on_tool,
+                           **kwargs)
+    turn = asyncio.ensure_future(handle.outcome())
+    out = SSEWriter(request, session_headers.response_headers(sid, key))
     cid, created = f"chatcmpl-{secrets.token_hex(12)}", int(time.time())
 
     def chunk(delta: dict[str, Any], finish: Optional[str] = None) -> dict[str, Any]:
@@ -79,30 +88,38 @@ async def _stream(runner: Any, request: web.Request, body: dict[str, Any], key: 
     try:
         await out.open()
         await out.send(chunk({"role": "assistant", "content": ""}))
-        async for kind, value in feed.events(turn):
+        async for kind, value in feed.events(turn, out):
             if kind == "delta":
                 streamed.append(value)
                 await out.send(chunk({"content": value}))
+            elif kind == "tool":
+                await out.send(tool_progress(value), event="hermes.tool.progress")
             elif kind == "keepalive":
                 await out.comment()
+            elif kind == "gone":
+                raise ConnectionResetError("client went away")
         outcome = turn.result()
-        failure = stream_error(outcome, key)
-        if failure is not None:
-            await out.send({"error": failure})
-        else:
-            # the answer usually streamed as the tail (after any text written before tool calls)
-            if outcome.text and not "".join(streamed).endswith(outcome.text):
-                await out.send(chunk({"content": ("\n\n" if streamed else "") + outcome.text}))
-            await out.send(chunk({}, "stop"))
-            if (body.get("stream_options") or {}).get("include_usage"):
-                prompt, completion = usage_of(outcome.result)
-                await out.send({"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
-                                "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                                                         "total_tokens": prompt + completion}})
+        text = message_text(outcome)
+        # the answer usually streamed as the tail (after any text written before tool calls)
+        if text and not "".join(streamed).endswith(text):
+            await out.send(chunk({"content": ("\n\n" if streamed else "") + text}))
+        finish, hermes = ending(outcome, key)
+        last = chunk({}, finish)
+        if hermes is not None:
+            last["hermes"] = hermes
+        await out.send(last)
+        if (body.get("stream_options") or {}).get("include_usage"):
+            prompt, completion = usage_of(outcome.result)
+            await out.send({"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                            "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                                                     "total_tokens": prompt + completion}})
         await out.send(b"[DONE]")
         await out.close()
-    except (ConnectionResetError, asyncio.CancelledError):
-        log.info("stream client went away; the turn finishes and is saved anyway")
+    except (ConnectionResetError, asyncio.CancelledError) as exc:
+        if handle.stop("the API client disconnected"):
+            log.info("stream client went away; its turn was interrupted (what it said is kept)")
+        if isinstance(exc, asyncio.CancelledError):
+            raise
     except Exception:
         if not out.prepared:
             raise  # nothing sent yet: the middleware answers with a normal error response
@@ -115,3 +132,12 @@ async def _stream(runner: Any, request: web.Request, body: dict[str, Any], key: 
         except Exception as exc:
             log.debug("could not report the failure in the stream: %s", exc)
     return out.resp
+
+
+async def _session_id(runner: Any, key: Optional[str]) -> Optional[str]:
+    """The session a keyed stream continues, for its ``X-Hermes-Session-Id`` header (sent before the
+    turn ends: after an exhausted-session reset the final chunk's ``hermes.session_id`` has the new one)."""
+    if key is None:
+        return None
+    live = runner.live_state(key)
+    return live.sid if live is not None else await asyncio.to_thread(runner.sessions.get_or_create, key)

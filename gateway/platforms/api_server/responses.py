@@ -1,22 +1,27 @@
-"""``POST /v1/responses`` (the OpenAI Responses API).
+"""The OpenAI Responses API: ``POST /v1/responses`` (plain or ``stream: true``), ``GET`` and ``DELETE
+/v1/responses/{id}``.
 
-Responses chain through ``previous_response_id`` or a named ``conversation``, both kept in the store;
-``store: false`` is a throwaway turn that writes nothing.
+A conversation continues through ``previous_response_id``, a named ``conversation`` or the
+``X-Hermes-Session-Key`` header; stored responses (``store`` defaults to true) live in the session
+store. ``store: false`` is a throwaway turn that writes nothing (it may read the history it continues).
 """
 from __future__ import annotations
 
 import asyncio
-import secrets
-import time
+import logging
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from aiohttp import web
 
 from gateway.platforms.api_server import session_headers
-from gateway.platforms.api_server.outcomes import raise_for
+from gateway.platforms.api_server.outcomes import ending, message_text, raise_for
+from gateway.platforms.api_server.response_events import ResponseBuilder
+from gateway.platforms.api_server.sse import SSEWriter, TurnFeed
 from gateway.platforms.api_server.wire import MODEL_ID, APIError, check_roles, read_json, text_of, usage_of
 from gateway.sessions import RESPONSE_KEY_PREFIX, new_session_id
+
+log = logging.getLogger("gateway.api_server")
 
 
 @dataclass
@@ -28,6 +33,8 @@ class ResponsesRequest:
     store: bool
     instructions: Optional[str]
     stream: bool
+    model: str
+    metadata: Optional[dict[str, Any]]
 
 
 def parse_request(body: dict[str, Any]) -> ResponsesRequest:
@@ -60,8 +67,12 @@ def parse_request(body: dict[str, Any]) -> ResponsesRequest:
         raise APIError(400, "Use either 'previous_response_id' or 'conversation', not both.",
                        param="previous_response_id")
     prior = [{"role": i.get("role", "user"), "content": text_of(i.get("content"))} for i in items[:-1]]
+    metadata = body.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise APIError(400, "'metadata' must be an object.", param="metadata")
     return ResponsesRequest(text_of(items[-1].get("content")), prior, prev or None, conv or None, store,
-                            body.get("instructions"), bool(body.get("stream")))
+                            body.get("instructions"), bool(body.get("stream")), str(body.get("model") or MODEL_ID),
+                            metadata)
 
 
 def _stored_history(db: Any, sid: str) -> list[dict[str, Any]]:
@@ -69,12 +80,28 @@ def _stored_history(db: Any, sid: str) -> list[dict[str, Any]]:
     return [m for m in db.get_active_messages(sid) if m.get("role") != "system"]
 
 
+def _session_of_response(db: Any, response_id: str) -> Optional[str]:
+    row = db.get_response(response_id)
+    if row is not None:
+        return row["session_id"]
+    return db.get_session_for_key(f"{RESPONSE_KEY_PREFIX}{response_id}")  # made before responses were kept
+
+
 async def _prepare(runner: Any, req: ResponsesRequest, header_key: Optional[str]
                    ) -> tuple[Optional[str], Optional[list[dict[str, Any]]]]:
     """(runner key, history for a throwaway turn) for this request."""
     db, key, history = runner.db, None, None
-    if req.previous:
-        sid = await asyncio.to_thread(db.get_session_for_key, f"{RESPONSE_KEY_PREFIX}{req.previous}")
+    if header_key and (req.previous or req.conversation):
+        raise APIError(400, "Use either the X-Hermes-Session-Key header or 'previous_response_id' / "
+                            "'conversation', not both.", param="previous_response_id")
+    if header_key:
+        if req.store:
+            key = header_key
+        else:
+            sid = await asyncio.to_thread(db.get_session_for_key, header_key)
+            history = await asyncio.to_thread(_stored_history, db, sid) if sid else []
+    elif req.previous:
+        sid = await asyncio.to_thread(_session_of_response, db, req.previous)
         if sid is None:
             raise APIError(404, f"Response '{req.previous}' not found.", code="response_not_found",
                            param="previous_response_id")
@@ -94,7 +121,7 @@ async def _prepare(runner: Any, req: ResponsesRequest, header_key: Optional[str]
         sid = await asyncio.to_thread(db.create_session, new_session_id(), source="api_server")
         key = f"api_server:rsession:{sid}"
         await asyncio.to_thread(db.bind_session_key, key, sid)
-    if key is None:  # store: false -> a throwaway turn: no key bound, no response id kept
+    if key is None:  # store: false -> a throwaway turn: no key bound, no response kept
         history = (history or []) + req.prior
     elif req.prior:  # earlier input items seed a conversation that has nothing yet
         sid = await asyncio.to_thread(runner.sessions.get_or_create, key)
@@ -103,35 +130,111 @@ async def _prepare(runner: Any, req: ResponsesRequest, header_key: Optional[str]
     return key, history
 
 
+def _status(finish: str, hermes: Optional[dict[str, Any]]) -> str:
+    if finish == "error":
+        return "failed"
+    return "completed" if hermes is None else "incomplete"
+
+
+def _finish(builder: ResponseBuilder, outcome: Any, key: Optional[str]) -> tuple[dict[str, Any], list[Any]]:
+    finish, hermes = ending(outcome, key)
+    status, text = _status(finish, hermes), message_text(outcome)
+    prompt, completion = usage_of(outcome.result)
+    usage = {"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion}
+    error = {"code": (hermes or {}).get("error_code") or "agent_error", "message": text} \
+        if status == "failed" else None
+    return builder.finish(text, status, usage, error, hermes)
+
+
 def register(server: Any) -> None:
     runner = server.runner
 
-    async def create(request: web.Request) -> web.Response:
+    async def create(request: web.Request) -> web.StreamResponse:
         body = await read_json(request, server.max_body)
         req = parse_request(body)
+        header_key = await session_headers.resolve(runner, request)
+        key, history = await _prepare(runner, req, header_key)
+        builder = ResponseBuilder(model=req.model, previous=req.previous, conversation=req.conversation,
+                                  instructions=req.instructions, metadata=req.metadata, store=req.store)
         if req.stream:
-            raise APIError(400, "Streaming is not supported on /v1/responses yet; use /v1/chat/completions.",
-                           param="stream")
-        key, history = await _prepare(runner, req, None)
+            return await _stream(runner, request, req, key, history, builder)
         outcome = await runner.run_turn(key, req.user_text, system_message=req.instructions,
                                         conversation_history=history)
         raise_for(outcome, key)
-        rid = f"resp_{secrets.token_hex(16)}"
-        if key is not None:
-            await asyncio.to_thread(runner.db.bind_session_key, f"{RESPONSE_KEY_PREFIX}{rid}", outcome.session_id)
-        prompt, completion = usage_of(outcome.result)
-        return web.json_response({
-            "id": rid, "object": "response", "created_at": int(time.time()), "status": "completed",
-            "model": str(body.get("model") or MODEL_ID), "previous_response_id": req.previous,
-            "conversation": {"id": req.conversation} if req.conversation else None,
-            "instructions": req.instructions,
-            "output": [{"type": "message", "id": f"msg_{secrets.token_hex(12)}", "status": "completed",
-                        "role": "assistant",
-                        "content": [{"type": "output_text", "text": outcome.text, "annotations": []}]}],
-            "usage": {"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion},
-            "error": None, "incomplete_details": None, "metadata": body.get("metadata") or {},
-            "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "text": {"format": {"type": "text"}},
-        }, headers=session_headers.response_headers(outcome.session_id, key))
+        final, _ = _finish(builder, outcome, key)
+        await _keep(runner, key, outcome.session_id, final)
+        return web.json_response(final, headers=session_headers.response_headers(outcome.session_id, key))
+
+    async def get(request: web.Request) -> web.Response:
+        rid = request.match_info["response_id"]
+        row = await asyncio.to_thread(runner.db.get_response, rid)
+        if row is None or row["body"] is None:
+            raise APIError(404, f"Response '{rid}' not found (it was never stored, or was deleted).",
+                           code="response_not_found")
+        return web.json_response(row["body"])
+
+    async def delete(request: web.Request) -> web.Response:
+        rid = request.match_info["response_id"]
+        gone = await asyncio.to_thread(runner.db.delete_response, rid)
+        gone = await asyncio.to_thread(runner.db.unbind_session_key, f"{RESPONSE_KEY_PREFIX}{rid}") or gone
+        if not gone:
+            raise APIError(404, f"Response '{rid}' not found.", code="response_not_found")
+        return web.json_response({"id": rid, "object": "response", "deleted": True})
 
     server.add_endpoint("responses", "POST", "/v1/responses", create)
-    server.features.update(responses_api=True, responses_streaming=False)
+    server.add_endpoint("responses_get", "GET", "/v1/responses/{response_id}", get)
+    server.add_endpoint("responses_delete", "DELETE", "/v1/responses/{response_id}", delete)
+    server.features.update(responses_api=True, responses_streaming=True, responses_get_delete=True)
+
+
+async def _keep(runner: Any, key: Optional[str], session_id: str, final: dict[str, Any]) -> None:
+    if key is not None and final.get("store"):
+        await asyncio.to_thread(runner.db.save_response, final["id"], session_id, final)
+
+
+async def _stream(runner: Any, request: web.Request, req: ResponsesRequest, key: Optional[str],
+                  history: Optional[list[dict[str, Any]]], builder: ResponseBuilder) -> web.StreamResponse:
+    """Responses API events; a client that goes away stops the turn (what it said is kept)."""
+    sid = None
+    if key is not None:
+        live = runner.live_state(key)
+        sid = live.sid if live is not None else await asyncio.to_thread(runner.sessions.get_or_create, key)
+    feed = TurnFeed(asyncio.get_running_loop())
+    handle = runner.submit(key, req.user_text, system_message=req.instructions, conversation_history=history,
+                           stream_callback=feed.on_delta, tool_progress_callback=feed.on_tool)
+    turn = asyncio.ensure_future(handle.outcome())
+    out = SSEWriter(request, session_headers.response_headers(sid, key))
+    try:
+        await out.open()
+        for name, data in builder.start():
+            await out.send(data, event=name)
+        async for kind, value in feed.events(turn, out):
+            events = builder.delta(value) if kind == "delta" else builder.tool(value) if kind == "tool" else []
+            for name, data in events:
+                await out.send(data, event=name)
+            if kind == "keepalive":
+                await out.comment()
+            elif kind == "gone":
+                raise ConnectionResetError("client went away")
+        outcome = turn.result()
+        final, events = _finish(builder, outcome, key)
+        await _keep(runner, key, outcome.session_id, final)
+        for name, data in events:
+            await out.send(data, event=name)
+        await out.close()
+    except (ConnectionResetError, asyncio.CancelledError) as exc:
+        if handle.stop("the API client disconnected"):
+            log.info("responses stream client went away; its turn was interrupted")
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+    except Exception:
+        if not out.prepared:
+            raise
+        log.exception("responses stream %s failed after it started", builder.id)
+        try:
+            await out.send({"type": "error", "sequence_number": builder.seq, "code": "internal_error",
+                            "message": "Internal server error.", "param": None}, event="error")
+            await out.close()
+        except Exception as exc:
+            log.debug("could not report the failure in the stream: %s", exc)
+    return out.resp

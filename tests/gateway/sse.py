@@ -1,0 +1,58 @@
+"""A small SSE client of the tests' own (not the SDK's), so event names and fields are checked exactly."""
+from __future__ import annotations
+
+import http.client
+import json
+from typing import Any, Optional
+from urllib.parse import urlsplit
+
+
+def parse_sse(raw: str) -> list[tuple[Optional[str], Any]]:
+    """``[(event name or None, data)]``: data is JSON-decoded, ``"[DONE]"`` kept as text; comments
+    (``: keep-alive``) are skipped; multi-line data is joined with newlines, as the SSE spec says."""
+    records: list[tuple[Optional[str], Any]] = []
+    for block in raw.replace("\r\n", "\n").split("\n\n"):
+        event, data = None, []
+        for line in block.split("\n"):
+            if not line or line.startswith(":"):
+                continue
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "event":
+                event = value
+            elif field == "data":
+                data.append(value)
+        if data:
+            text = "\n".join(data)
+            records.append((event, text if text == "[DONE]" else json.loads(text)))
+    return records
+
+
+def post(url: str, key: str, payload: dict[str, Any], headers: Optional[dict[str, str]] = None,
+         timeout: float = 60) -> tuple[int, dict[str, str], str]:
+    """POST JSON; (status, headers with lower-case names, body text) after the whole body arrived."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+    try:
+        conn.request("POST", parts.path, body=json.dumps(payload),
+                     headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}",
+                              **(headers or {})})
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read().decode()
+    finally:
+        conn.close()
+
+
+def request(method: str, url: str, key: Optional[str], headers: Optional[dict[str, str]] = None
+            ) -> tuple[int, Any]:
+    """(status, decoded JSON body) of a body-less request."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    try:
+        auth = {"Authorization": f"Bearer {key}"} if key else {}
+        target = parts.path + (f"?{parts.query}" if parts.query else "")
+        conn.request(method, target, headers={**auth, **(headers or {})})
+        resp = conn.getresponse()
+        return resp.status, json.loads(resp.read() or b"null")
+    finally:
+        conn.close()
