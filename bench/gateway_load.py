@@ -1,6 +1,6 @@
 """Gateway load benchmark (not a test): 100 concurrent sessions through the API server.
 
-    .venv/bin/python bench/gateway_load.py [--sessions 100] [--rounds 10] [--delay 1.0]
+    .venv/bin/python bench/gateway_load.py [--sessions 100] [--rounds 10] [--delay 1.0] [--streamed]
 
 Starts ``python -m tests.fake_provider --delay 1.0`` (answers after a fixed delay) and
 ``python -m gateway.cli run --api-server`` as subprocesses in a throwaway HERMES_HOME, then drives
@@ -67,17 +67,20 @@ def cpu_seconds(pid: int) -> float:
 
 async def _drive(url: str, sessions: list[str], rounds: int, latencies: list[float], errors: list[str],
                  headers: Optional[dict[str, str]] = None, spread: float = 0.0,
-                 first: Optional[list[float]] = None) -> None:
+                 first: Optional[list[float]] = None, stream: bool = False) -> None:
     conn = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=conn, timeout=aiohttp.ClientTimeout(total=120)) as http:
         async def client(idx: int, name: str) -> None:
             await asyncio.sleep(spread * idx / max(1, len(sessions)))
             for i in range(rounds):
-                body = {"model": "fake-model", "messages": [{"role": "user", "content": f"turn {i} from {name}"}]}
+                body = {"model": "fake-model", "messages": [{"role": "user", "content": f"turn {i} from {name}"}],
+                        "stream": stream}
                 t0 = time.perf_counter()
                 try:
                     async with http.post(url, json=body, headers={"X-Hermes-Session-Id": name, **(headers or {})}) as r:
-                        await r.read()
+                        raw = await r.read()
+                        if stream and b"event: hermes.tool.progress" not in raw:
+                            errors.append("a streamed turn without tool progress events")
                         if r.status != 200:
                             errors.append(f"HTTP {r.status}")
                             continue
@@ -97,7 +100,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--delay", type=float, default=1.0)
     ap.add_argument("--idle-sessions", type=int, default=200, help="second wave used for the memory figure")
+    ap.add_argument("--streamed", action="store_true",
+                    help="one tool per turn, plain vs streamed (SSE with hermes.tool.progress events)")
     args = ap.parse_args(argv)
+    if args.streamed:
+        return run_streamed(args)
 
     home = tempfile.mkdtemp(prefix="hermes-bench-")
     env = dict(os.environ, HERMES_HOME=home, PYTHONPATH=str(REPO))
@@ -157,6 +164,65 @@ def main(argv: Optional[list[str]] = None) -> int:
               "over its delay (part of every 'added' figure above)")
         print(f"memory: gateway RSS {rss0:.0f} MB -> {rss1:.0f} MB after {args.idle_sessions} more idle sessions = "
               f"{(rss1 - rss0) / args.idle_sessions:.2f} MB per idle session (target <= 2 MB)")
+        if errors:
+            print(f"errors ({len(errors)}): {sorted(set(errors))[:5]}")
+        return 0 if not errors else 1
+    finally:
+        for proc in reversed(procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+# A provider that asks for one tool (read_file README.md) and answers once the result is back.
+TOOL_PROVIDER = (
+    "import signal, sys, threading\n"
+    "from tests.fake_provider import FakeProvider, text, tool_calls\n"
+    "d = float(sys.argv[1])\n"
+    "def answer(body):\n"
+    "    if body['messages'][-1]['role'] == 'tool':\n"
+    "        return text('done', delay=d)\n"
+    "    return tool_calls([('read_file', {'path': 'README.md'})], delay=d)\n"
+    "fp = FakeProvider(); fp.handler = answer; fp.start(); print('READY', fp.base_url, flush=True)\n"
+    "stop = threading.Event(); signal.signal(signal.SIGTERM, lambda *a: stop.set()); stop.wait()\n")
+
+
+def run_streamed(args: argparse.Namespace) -> int:
+    """Staggered turns with one tool each (two provider calls), plain JSON then SSE; the gateway CPU
+    difference is what emitting the stream (chunks and tool events) costs."""
+    home = tempfile.mkdtemp(prefix="hermes-bench-")
+    env = dict(os.environ, HERMES_HOME=home, PYTHONPATH=str(REPO))
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        fp, ready = _spawn([sys.executable, "-c", TOOL_PROVIDER, str(args.delay)], env, "READY")
+        procs.append(fp)
+        gw_env = dict(env, OPENAI_BASE_URL=ready.split()[1], OPENAI_API_KEY="bench", HERMES_MODEL="fake-model",
+                      API_SERVER_KEY=BENCH_KEY)
+        gw, ready = _spawn([sys.executable, "-m", "gateway.cli", "run", "--api-server", "--port", "0"], gw_env,
+                           "READY gateway")
+        procs.append(gw)
+        url = ready.split("api=")[1] + "/v1/chat/completions"
+        errors: list[str] = []
+        asyncio.run(_drive(url, ["warmup"], 1, [], errors, headers=AUTH, stream=True))
+        print(f"sessions={args.sessions} rounds={args.rounds} provider_delay={args.delay:.1f}s x 2 calls per turn "
+              f"(one tool each), staggered over one delay")
+        cpu: dict[bool, float] = {}
+        for stream in (False, True):
+            lat: list[float] = []
+            cpu0 = cpu_seconds(gw.pid)
+            asyncio.run(_drive(url, [f"{stream}-{i}" for i in range(args.sessions)], args.rounds, lat, errors,
+                               headers=AUTH, spread=args.delay, stream=stream))
+            cpu[stream] = (cpu_seconds(gw.pid) - cpu0) / max(1, len(lat))
+            added = [(x - 2 * args.delay) * 1000 for x in lat]
+            print(f"  {'streamed (SSE + tool events)' if stream else 'plain JSON                  '}: "
+                  f"turns={len(lat)} added p50 {pct(added, 50):.0f} ms, p99 {pct(added, 99):.0f} ms "
+                  f"(target p99 <= 100 ms); gateway CPU {cpu[stream] * 1000:.2f} ms/turn")
+        share = max(0.0, cpu[True] - cpu[False]) / cpu[True] if cpu[True] else 0.0
+        print(f"  emitting the stream: {(cpu[True] - cpu[False]) * 1000:.2f} ms CPU per turn = {share:.0%} of a "
+              "streamed turn's gateway CPU")
         if errors:
             print(f"errors ({len(errors)}): {sorted(set(errors))[:5]}")
         return 0 if not errors else 1

@@ -107,6 +107,12 @@ def test_configured_origins_and_hosts(gateway_process, hermes_home, fake_provide
                                  "-H", f"Authorization: Bearer {gw.key}", "-H", "Host: hermes.internal",
                                  data=CHAT_BODY)
     assert status == 200 and headers["access-control-allow-origin"] == origin
+    fake_provider.queue(text("streamed to the dashboard"))
+    stream_body = json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]})
+    status, headers, body = curl(gw.url, "-H", f"Origin: {origin}", "-H", "Content-Type: application/json",
+                                 "-H", f"Authorization: Bearer {gw.key}", data=stream_body)
+    assert status == 200 and headers["access-control-allow-origin"] == origin  # streams too
+    assert body.rstrip().endswith("data: [DONE]")
     # errors carry the grant too, so the page can read why it failed
     status, headers, _ = curl(gw.url, "-H", f"Origin: {origin}", "-H", "Content-Type: application/json",
                               data=CHAT_BODY)

@@ -25,7 +25,8 @@ LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 CORS_ALLOW_HEADERS = "Authorization, Content-Type, X-Hermes-Session-Id, X-Hermes-Session-Key"
 CORS_EXPOSE_HEADERS = "X-Hermes-Session-Id, X-Hermes-Session-Key"
-OPEN_PATHS = ("/health",)  # answered without a key (liveness probes); still Host-checked
+OPEN_PATHS = ("/health",)
+CORS_KEY = "hermes_cors_headers"  # answered without a key (liveness probes); still Host-checked
 
 
 def is_loopback(host: str) -> bool:
@@ -133,6 +134,7 @@ def make_middleware(server: Any) -> Any:
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         origin = request.headers.get("Origin")
         cors = cors_headers(origin) if origin and origin_allowed(origin, server.cors_origins) else {}
+        request[CORS_KEY] = cors  # added by add_cors_headers to every response, streamed ones too
         try:
             resp = await _checked(server, request, handler, origin, cors)
         except APIError as exc:
@@ -147,11 +149,14 @@ def make_middleware(server: Any) -> Any:
         except Exception:
             log.exception("API request %s %s failed", request.method, request.path)
             resp = error_response(500, "Internal server error.", "server_error")
-        if cors and not resp.prepared:
-            resp.headers.update(cors)
         return resp
 
     return middleware
+
+
+async def add_cors_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """``on_response_prepare`` hook: the CORS grant the middleware decided on, just before the headers go."""
+    response.headers.update(request.get(CORS_KEY) or {})
 
 
 async def _checked(server: Any, request: web.Request, handler: Handler, origin: Optional[str],

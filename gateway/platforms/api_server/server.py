@@ -12,7 +12,7 @@ from typing import Any, Awaitable, Callable, Iterable, Optional
 
 from aiohttp import web
 
-from gateway.platforms.api_server.security import is_loopback, make_middleware
+from gateway.platforms.api_server.security import add_cors_headers, is_loopback, make_middleware
 from gateway.platforms.api_server.wire import MODEL_ID
 
 log = logging.getLogger("gateway.api_server")
@@ -71,6 +71,7 @@ class APIServer:
         from gateway.platforms.api_server import builtin_registrars
 
         self._app = web.Application(middlewares=[make_middleware(self)], client_max_size=self.max_body + 1)
+        self._app.on_response_prepare.append(add_cors_headers)
         self.endpoints, self.features = {}, {}
         for registrar in [*builtin_registrars(), *self._registrars]:
             registrar(self)
