@@ -25,8 +25,8 @@ LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 CORS_ALLOW_HEADERS = "Authorization, Content-Type, X-Hermes-Session-Id, X-Hermes-Session-Key"
 CORS_EXPOSE_HEADERS = "X-Hermes-Session-Id, X-Hermes-Session-Key"
-OPEN_PATHS = ("/health",)
-CORS_KEY = "hermes_cors_headers"  # answered without a key (liveness probes); still Host-checked
+OPEN_PATHS = ("/health",)  # answered without a key (liveness probes); still Host-checked
+CORS_KEY = web.RequestKey("hermes_cors_headers", dict)
 
 
 def is_loopback(host: str) -> bool:
