@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# this file is bench/mcp.py: `import mcp` must find the SDK, not this script's own folder
+sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or os.getcwd()).resolve() != ROOT / "bench"]
 SERVER = str(ROOT / "tests" / "mcp" / "server.py")
 
 

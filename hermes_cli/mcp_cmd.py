@@ -129,7 +129,10 @@ def cmd_add(args: Any) -> int:
     servers[name] = entry
     raw["mcp_servers"] = servers
     path = write_config(raw)
-    kind = f"stdio: {' '.join([args.server_command, *args.server_args])}" if args.server_command else f"{args.transport or 'http'}: {args.url}"
+    from agent.mcp.config import display_url
+
+    kind = (f"stdio: {' '.join([args.server_command, *args.server_args])}" if args.server_command
+            else f"{args.transport or 'http'}: {display_url(args.url)}")
     print(f"Added MCP server {name} ({kind}) to {path}.")
     print(f"Check it with `hermes mcp test {name}`; its tools reach the agent as mcp__{name}__<tool>.")
     return 0
@@ -242,7 +245,7 @@ def status_lines(rows: list[dict]) -> list[str]:
 
 
 def cmd_test(name: str) -> int:
-    from agent.mcp.config import MCPConfigError, parse_server
+    from agent.mcp.config import MCPConfigError, display_url, parse_server
 
     section = _servers_section(read_raw_config())
     if name not in section:
@@ -253,7 +256,8 @@ def cmd_test(name: str) -> int:
     except MCPConfigError as exc:
         sys.stderr.write(f"hermes: error: {exc}\n")
         return 2
-    target = " ".join([server.command or "", *server.args]) if server.transport == "stdio" else server.url
+    target = (" ".join([server.command or "", *server.args]) if server.transport == "stdio"
+              else display_url(server.url or ""))
     print(f"Connecting to {name} ({server.transport}: {target}) …", flush=True)
     manager = _connect([server], force=True)
     try:

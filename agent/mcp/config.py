@@ -175,6 +175,12 @@ def parse_servers(raw: Any, environ: Mapping[str, str]) -> tuple[list[ServerConf
     return servers, errors
 
 
+def display_url(url: str) -> str:
+    """A URL as shown to users and logs: no credentials, no query string (tokens live there)."""
+    url = re.sub(r"//[^/@]*@", "//", url)
+    return url.split("?", 1)[0] + ("?…" if "?" in url else "")
+
+
 def child_env(server: ServerConfig, environ: Mapping[str, str]) -> dict[str, str]:
     """The whole environment of a stdio server: the safe base set plus its own `env`."""
     env = {k: environ[k] for k in SAFE_ENV if k in environ and not environ[k].startswith("()")}

@@ -20,7 +20,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Mapping, Optional
 
-from agent.mcp.config import ServerConfig, child_env
+from agent.mcp.config import ServerConfig, child_env, display_url
 from agent.retry import jittered_backoff
 
 LAUNCHER = str(Path(__file__).with_name("launcher.py"))
@@ -344,7 +344,7 @@ class Connection:
         if isinstance(exc, TimeoutError):
             text = f"no MCP handshake within {self.cfg.connect_timeout:g} s (mcp_servers.{self.name}.connect_timeout)"
         elif self.cfg.transport != "stdio":
-            text = f"cannot reach {self.cfg.url} ({describe(exc)})"
+            text = f"cannot reach {display_url(self.cfg.url or '')} ({describe(exc)})"
         else:
             text = describe(exc)
         if self._junk:

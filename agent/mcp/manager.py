@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
-from agent.mcp.config import ServerConfig, parse_servers
+from agent.mcp.config import ServerConfig, display_url, parse_servers
 from agent.mcp.connection import CallFailed, Connection, Unavailable, describe
 from agent.mcp.tools import plan_tools, register_server_tools, toolset_name
 from agent.redact import redact
@@ -183,7 +183,8 @@ class MCPManager:
         now = time.monotonic()
         for conn in self.connections.values():
             cfg = conn.cfg
-            target = " ".join([cfg.command or "", *cfg.args]).strip() if cfg.transport == "stdio" else cfg.url or ""
+            target = (" ".join([cfg.command or "", *cfg.args]).strip() if cfg.transport == "stdio"
+                      else display_url(cfg.url or ""))
             names = self._registered.get(conn.name, {})
             by_raw = {str(t.get("name")): str(t.get("description") or "") for t in conn.tools}
             retry = conn.next_retry - now if conn.next_retry and conn.status in ("failed", "reconnecting") else None

@@ -1,8 +1,8 @@
 """`mcp_servers` parsing (pure): each bad entry is one line naming server and field; the rest load."""
 from __future__ import annotations
 
-from agent.mcp.config import (DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, child_env, parse_servers,
-                              tool_selected)
+from agent.mcp.config import (DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, child_env, display_url,
+                              parse_servers, tool_selected)
 
 ENV = {"PATH": "/usr/bin", "HOME": "/home/u", "LANG": "C.UTF-8", "GH_TOKEN": "ghp_secret_value",
        "OPENAI_API_KEY": "sk-parent-secret"}
@@ -80,3 +80,8 @@ def test_include_then_exclude_by_name_or_glob():
     assert not tool_selected("write_file", ("read_*",), ())
     assert not tool_selected("read_secret", ("read_*",), ("*secret*",))
     assert not tool_selected("delete", (), ("delete",))
+
+
+def test_urls_are_shown_without_credentials_or_query():
+    assert display_url("https://user:pw@api.test/mcp?key=abc") == "https://api.test/mcp?…"
+    assert display_url("http://127.0.0.1:9/mcp") == "http://127.0.0.1:9/mcp"
