@@ -247,7 +247,10 @@ class Connection:
 
             env = child_env(cfg, self._environ)
             exe = resolve_command(cfg.command or "", env.get("PATH"), cfg.cwd)
-            self._log_path.parent.mkdir(parents=True, exist_ok=True)
+            from agent.home import create_private_file, ensure_private_dir
+
+            ensure_private_dir(self._log_path.parent)  # logs are private like the rest of HERMES_HOME
+            create_private_file(self._log_path)
             errlog = stack.enter_context(open(self._log_path, "a", encoding="utf-8", errors="replace"))
             params = StdioServerParameters(
                 command=sys.executable, args=["-I", "-S", LAUNCHER, str(os.getpid()), exe, *cfg.args],

@@ -258,8 +258,11 @@ def _route_sdk_logs(log_dir: Path) -> None:
             continue
         logger.propagate = False
         try:
-            (log_dir / "mcp").mkdir(parents=True, exist_ok=True)
-            handler: logging.Handler = logging.FileHandler(log_dir / "mcp" / "sdk.log", encoding="utf-8")
+            from agent.home import create_private_file, ensure_private_dir
+
+            ensure_private_dir(log_dir / "mcp")
+            path = create_private_file(log_dir / "mcp" / "sdk.log")
+            handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
             handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
         except OSError:
             handler = logging.NullHandler()

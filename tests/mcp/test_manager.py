@@ -18,7 +18,7 @@ def call(name: str, args: dict | None = None) -> str:
     return registry.dispatch(name, args or {}, ToolContext(cwd="."))
 
 
-def test_the_real_time_server_tools_become_agent_tools(start_mcp):
+def test_the_real_time_server_tools_become_agent_tools(start_mcp, hermes_home):
     manager = start_mcp({"time": time_entry()})
     registry.settle()
     assert manager.statuses()[0].status == "connected"
@@ -30,6 +30,8 @@ def test_the_real_time_server_tools_become_agent_tools(start_mcp):
     assert out["timezone"] == "Asia/Tokyo" and out["datetime"].endswith("+09:00")
     with pytest.raises(ToolError, match="Invalid timezone"):  # the server's isError result
         call("mcp__time__get_current_time", {"timezone": "Mars/Olympus"})
+    logs = hermes_home / "logs" / "mcp"
+    assert (logs / "time.log").stat().st_mode & 0o777 == 0o600 and logs.stat().st_mode & 0o777 == 0o700
 
 
 def test_one_server_results_errors_timeouts_env_and_shutdown(start_mcp, monkeypatch):
