@@ -28,7 +28,8 @@ SECRET_KEYS = {
 }
 # For display only: names that look like they hold a secret are masked (counters like
 # `threshold_tokens` are not secrets).
-_LOOKS_SECRET = re.compile(r"(api_?key|(^|_)key$|(^|_)token$|secret|password)", re.I)
+_LOOKS_SECRET = re.compile(r"(api[_-]?key|(^|[_-])key$|(^|[_-])token$|secret|password|passwd"
+                           r"|authorization|cookie|credential)", re.I)
 _MISSING = object()
 
 

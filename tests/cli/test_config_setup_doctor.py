@@ -66,6 +66,18 @@ def test_only_real_secrets_go_to_env(hermes_home):
     assert SECRET not in (hermes_home / "config.yaml").read_text()
 
 
+def test_show_masks_header_and_env_secrets_of_mcp_servers(hermes_home):
+    (hermes_home / "config.yaml").write_text(
+        "mcp_servers:\n  gh:\n    url: http://127.0.0.1:9/mcp\n"
+        "    headers: {Authorization: Bearer ghp-abcdefghijkl-4321, X-API-Key: xk-abcdefghijkl-8765}\n"
+        "    env: {GITHUB_TOKEN: gt-abcdefghijkl-1357}\n")
+    out = run_hermes("config", "show", env=hermes_env())
+    assert out.returncode == 0, out.stderr
+    for secret in ("ghp-abcdefghijkl", "xk-abcdefghijkl", "gt-abcdefghijkl"):
+        assert secret not in out.stdout
+    assert "http://127.0.0.1:9/mcp" in out.stdout  # only secrets are masked
+
+
 def test_setup_non_interactive_then_doctor(fake_provider, hermes_home):
     env = hermes_env()  # no OPENAI_* in the environment: setup must be what configures it
     res = run_hermes("setup", "--non-interactive", "--provider", "custom", "--base-url", fake_provider.base_url,
