@@ -40,12 +40,19 @@ def make_skills(home: Path, n: int) -> None:
 
 def bench_prompt(runs: int) -> None:
     from agent.config import HermesConfig
-    from agent.prompt_builder import build_system_prompt
+    from agent.prompt_builder import build_prompt
+    from tools.registry import get_tool_definitions, get_toolset
     from agent.skills import index, loader
     from agent.tokens import estimate_text_tokens
 
     cfg = HermesConfig()
     budget = cfg.skills.index_budget
+    tools = get_tool_definitions()
+
+    def build(home: Path) -> str:
+        return build_prompt(home, home, tools=tools, toolset_of=get_toolset, config=cfg,
+                            skip_context_files=True, skip_memory=True).text
+
     print(f"{'skills':>6}  {'first ever':>10}  {'new process':>11}  {'warm':>8}  {'index tokens':>12}  mode")
     for n in (10, 200, 1000):
         with tempfile.TemporaryDirectory() as tmp:
@@ -56,16 +63,16 @@ def bench_prompt(runs: int) -> None:
                 loader.clear_cache()  # nothing parsed in this process: as a new `hermes` process
                 (home / "skills" / loader.CACHE_FILE).unlink(missing_ok=True)  # and no cache on disk
                 t = time.perf_counter()
-                build_system_prompt(home, home, skip_context_files=True, skip_memory=True, config=cfg)
+                build(home)
                 first.append(time.perf_counter() - t)
                 loader.clear_cache()  # a new process: the disk cache written just now is read
                 t = time.perf_counter()
-                build_system_prompt(home, home, skip_context_files=True, skip_memory=True, config=cfg)
+                build(home)
                 cold.append(time.perf_counter() - t)
             warm = []
             for _ in range(runs):
                 t = time.perf_counter()
-                prompt = build_system_prompt(home, home, skip_context_files=True, skip_memory=True, config=cfg)
+                prompt = build(home)
                 warm.append(time.perf_counter() - t)
             part = index.prompt_part(home, cfg)
             tokens = estimate_text_tokens(part)

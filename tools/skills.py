@@ -84,7 +84,7 @@ def skill_manage(args: dict, ctx: ToolContext) -> dict:
     action, name = args["action"], str(args["name"]).strip()
     actor = "review" if ctx.platform == REVIEW_PLATFORM else "agent"
     store = SkillStore(hermes_home(), ctx.config, actor=actor)
-    content, file_path = args.get("content"), args.get("file_path")
+    file_path = args.get("file_path")
 
     def need(key: str) -> Any:
         if args.get(key) is None:
@@ -102,7 +102,7 @@ def skill_manage(args: dict, ctx: ToolContext) -> dict:
             path = store.edit(name, need("content"))
             done = f"replaced SKILL.md of {name!r}"
         elif action == "write_file":
-            path = store.write_file(name, need("file_path"), content if content is not None else need("content"))
+            path = store.write_file(name, need("file_path"), need("content"))
             done = f"wrote {file_path} in {name!r}"
         elif action == "remove_file":
             path = store.remove_file(name, need("file_path"))
@@ -112,8 +112,9 @@ def skill_manage(args: dict, ctx: ToolContext) -> dict:
             done = f"deleted skill {name!r}"
     except SkillStoreError as exc:
         raise ToolError(f"{action}: {exc}") from None
-    return {"ok": True, "message": done + " (the previous version is kept: hermes skills history "
-            f"{name})" if action != "create" else done, "path": str(path)}
+    if action != "create":
+        done += f" (the previous version is kept: hermes skills history {name})"
+    return {"ok": True, "message": done, "path": str(path)}
 
 
 register(ToolSpec(
@@ -134,7 +135,8 @@ register(ToolSpec(
     "Create or change a skill (each change keeps the previous version). create: content is the whole "
     "SKILL.md (front matter with name and description, then the steps). patch: replace old_string "
     "(matching once) with new_string in SKILL.md or file_path. edit: content replaces SKILL.md. "
-    "write_file/remove_file: file_path under references/, templates/, scripts/ or assets/. "
+    "write_file (content: its text)/remove_file: file_path under references/, templates/, scripts/ "
+    "or assets/. "
     "delete: remove the skill.",
     {"type": "object", "properties": {
         "action": {"type": "string", "enum": list(ACTIONS)},
