@@ -106,6 +106,13 @@ class ToolsetsConfig(_Section):
         return {"enabled": v} if isinstance(v, list) else v
 
 
+class CronConfig(_Section):
+    tick_interval: float = Field(default=30.0, gt=0)  # seconds between the gateway's ticks
+    run_timeout: float = Field(default=900.0, gt=0)  # a run past this is interrupted
+    stale_after: float = Field(default=600.0, gt=0)  # no heartbeat this long: the run is unknown
+    max_parallel: int = Field(default=4, ge=1)  # runs at once in one process
+
+
 class DelegationConfig(_Section):
     """delegate_task (SPEC §13). model/base_url/api_key unset: children use the parent's provider."""
 
@@ -147,6 +154,8 @@ class HermesConfig(_Section):
     context_files: ContextFilesConfig = Field(default_factory=ContextFilesConfig)
     toolsets: ToolsetsConfig = Field(default_factory=ToolsetsConfig)
     delegation: DelegationConfig = Field(default_factory=DelegationConfig)
+    timezone: Optional[str] = None  # IANA name for schedules; None: the system's
+    cron: CronConfig = Field(default_factory=CronConfig)
     # checked entry by entry by agent.mcp.config, so one bad server cannot fail the whole file
     mcp_servers: Any = None
 

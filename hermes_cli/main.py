@@ -62,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_skills(sub)
 
+    from hermes_cli.cron_cmd import add_parser as add_cron
+
+    add_cron(sub)
+
     pg = sub.add_parser("config", help="show, get or set configuration")
     cs = pg.add_subparsers(dest="config_action", metavar="ACTION")
     sh = cs.add_parser("show", help="config.yaml with secrets masked")
@@ -125,6 +129,12 @@ def dispatch(args: argparse.Namespace) -> int:
         from hermes_cli import skills_cmd
 
         return skills_cmd.run(args)
+    if cmd == "cron":
+        from agent.config import load_env_file
+        from hermes_cli import cron_cmd
+
+        load_env_file()
+        return cron_cmd.run(args)
     if cmd == "config":
         from agent.config import load_env_file
         from hermes_cli import config_cmd

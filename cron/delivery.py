@@ -1,0 +1,214 @@
+"""Where a run's answer goes (SPEC §12): ``local`` (the output file only), ``origin`` (the chat the
+job was created from), ``telegram`` (its home channel, ``TELEGRAM_HOME_CHANNEL``) or
+``telegram:<chat_id>[:<thread_id>]``; several comma-separated.
+
+Parsing is pure. Sending takes a ``Sender``: inside the gateway it is the running Telegram adapter
+(``adapter_sender``), anywhere else the Bot API called directly (``bot_api_sender``, honouring
+``TELEGRAM_BASE_URL`` like the gateway does).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+log = logging.getLogger("hermes.cron")
+
+PLATFORMS = ("telegram",)
+TARGET_HELP = "local, origin, telegram (its home channel) or telegram:<chat_id>, comma-separated"
+_CHAT_ID = re.compile(r"^(-?\d+|@[A-Za-z0-9_]{4,})$")
+SILENT = "[SILENT]"
+
+Sender = Callable[[str, str, Optional[str], str], None]  # (platform, chat_id, thread_id, text)
+
+
+class DeliveryError(ValueError):
+    """A target cannot be used or a message could not be sent; the text says why."""
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: str  # "local" | "origin" | "home" | "chat"
+    platform: Optional[str] = None
+    chat_id: Optional[str] = None
+    thread_id: Optional[str] = None
+
+    @property
+    def text(self) -> str:
+        if self.kind in ("local", "origin"):
+            return self.kind
+        if self.kind == "home":
+            return str(self.platform)
+        return ":".join(p for p in (self.platform, self.chat_id, self.thread_id) if p)
+
+
+def parse_targets(text: Optional[str], origin: Optional[dict[str, Any]]) -> list[Target]:
+    """``"origin, telegram:123"`` -> targets; DeliveryError names the bad part and the choices."""
+    parts = [p.strip() for p in (text or "").split(",") if p.strip()]
+    if not parts:
+        raise DeliveryError(f"no delivery target given; use {TARGET_HELP}")
+    out: list[Target] = []
+    for part in parts:
+        low = part.lower()
+        if low == "local":
+            target = Target("local")
+        elif low == "origin":
+            if not origin or origin.get("platform") not in PLATFORMS or not origin.get("chat_id"):
+                raise DeliveryError("deliver 'origin' needs a chat to send to, and this job was not "
+                                    "created from one; use local or telegram:<chat_id>")
+            target = Target("origin")
+        else:
+            platform, _, rest = part.partition(":")
+            if platform.lower() not in PLATFORMS:
+                raise DeliveryError(f"unknown delivery target {part!r}; use {TARGET_HELP}")
+            if not rest:
+                target = Target("home", platform.lower())
+            else:
+                chat, _, thread = rest.partition(":")
+                if not _CHAT_ID.match(chat) or (thread and not thread.isdigit()):
+                    raise DeliveryError(f"{part!r}: a Telegram chat id is a number (or @channel), "
+                                        "optionally followed by :<topic id>")
+                target = Target("chat", platform.lower(), chat, thread or None)
+        if target not in out:
+            out.append(target)
+    return out
+
+
+def targets_text(targets: list[Target]) -> str:
+    return ",".join(t.text for t in targets)
+
+
+def home_channel(platform: str, cfg: Any = None) -> Optional[str]:
+    """``TELEGRAM_HOME_CHANNEL`` (or ``gateway.telegram.home_channel`` in config.yaml)."""
+    value = os.environ.get(f"{platform.upper()}_HOME_CHANNEL")
+    if not value and cfg is not None:
+        section = (getattr(cfg, "gateway", None) or {}).get(platform)
+        value = section.get("home_channel") if isinstance(section, dict) else None
+    text = str(value or "").strip()
+    return text or None
+
+
+def check_home_channels(targets: list[Target], cfg: Any = None) -> None:
+    for t in targets:
+        if t.kind == "home" and not home_channel(str(t.platform), cfg):
+            raise DeliveryError(f"deliver {t.platform!r} sends to its home channel, and none is set: "
+                                f"set {str(t.platform).upper()}_HOME_CHANNEL in ~/.hermes/.env, or "
+                                f"use {t.platform}:<chat_id>")
+
+
+def destinations(targets: list[Target], origin: Optional[dict[str, Any]],
+                 cfg: Any = None) -> list[tuple[str, str, Optional[str]]]:
+    """Chat targets -> (platform, chat_id, thread_id), duplicates dropped; ``local`` adds none."""
+    out: list[tuple[str, str, Optional[str]]] = []
+    for t in targets:
+        if t.kind == "origin" and origin:
+            dest = (str(origin.get("platform")), str(origin.get("chat_id")),
+                    str(origin["thread_id"]) if origin.get("thread_id") else None)
+        elif t.kind == "home":
+            chat = home_channel(str(t.platform), cfg)
+            if not chat:
+                raise DeliveryError(f"{str(t.platform).upper()}_HOME_CHANNEL is not set")
+            dest = (str(t.platform), chat, None)
+        elif t.kind == "chat":
+            dest = (str(t.platform), str(t.chat_id), t.thread_id)
+        else:
+            continue
+        if dest not in out:
+            out.append(dest)
+    return out
+
+
+def is_silent(answer: Optional[str]) -> bool:
+    return (answer or "").strip() == SILENT
+
+
+def answer_message(name: str, answer: str) -> str:
+    return f"⏰ {name}\n\n{answer.strip()}"
+
+
+def failure_message(name: str, error: str) -> str:
+    line = " ".join(error.split())
+    return f"⚠ Scheduled job {name!r} failed: {line[:300]}"
+
+
+def deliver(targets: list[Target], origin: Optional[dict[str, Any]], text: str, sender: Sender,
+            cfg: Any = None) -> str:
+    """Send ``text`` to every chat target; returns a one-line summary per target for the run row.
+    A failing target never stops the others."""
+    try:
+        dests = destinations(targets, origin, cfg)
+    except DeliveryError as exc:
+        return f"failed: {exc}"
+    results = []
+    for platform, chat_id, thread_id in dests:
+        where = ":".join(p for p in (platform, chat_id, thread_id) if p)
+        try:
+            sender(platform, chat_id, thread_id, text)
+            results.append(f"{where} ok")
+        except Exception as exc:  # noqa: BLE001 - recorded on the run, the others still go out
+            log.warning("cron delivery to %s failed: %s", where, exc)
+            results.append(f"{where} failed: {exc}")
+    return "; ".join(results)
+
+
+# -- senders ---------------------------------------------------------------------------------
+
+def _telegram_settings(cfg: Any) -> tuple[Optional[str], Optional[str]]:
+    section = (getattr(cfg, "gateway", None) or {}).get("telegram") if cfg is not None else None
+    section = section if isinstance(section, dict) else {}
+    token = os.environ.get("TELEGRAM_BOT_TOKEN") or section.get("token") or section.get("bot_token")
+    base = os.environ.get("TELEGRAM_BASE_URL") or section.get("base_url")
+    return token, base
+
+
+def bot_api_sender(cfg: Any = None) -> Sender:
+    """Send through the Telegram Bot API directly (``hermes cron tick``, the REPL, the CLI)."""
+    def send(platform: str, chat_id: str, thread_id: Optional[str], text: str) -> None:
+        if platform != "telegram":
+            raise DeliveryError(f"no way to send to {platform}")
+        token, base = _telegram_settings(cfg)
+        if not token:
+            raise DeliveryError("TELEGRAM_BOT_TOKEN is not set")
+        asyncio.run(_bot_send(token, base, chat_id, thread_id, text))
+    return send
+
+
+async def _bot_send(token: str, base: Optional[str], chat_id: str, thread_id: Optional[str],
+                    text: str) -> None:
+    from telegram import Bot
+    from telegram.error import TelegramError
+
+    from gateway.platforms.telegram import split_message, telegram_api_urls
+
+    api, files = telegram_api_urls(base)
+    chat: int | str = int(chat_id) if chat_id.lstrip("-").isdigit() else chat_id
+    try:
+        async with Bot(token, base_url=api, base_file_url=files) as bot:
+            for piece in split_message(text):
+                await bot.send_message(chat_id=chat, text=piece,
+                                       message_thread_id=int(thread_id) if thread_id else None)
+    except TelegramError as exc:
+        raise DeliveryError(f"Telegram refused: {exc}") from None
+
+
+def adapter_sender(adapters: dict[str, Any], loop: asyncio.AbstractEventLoop,
+                   fallback: Optional[Sender] = None, timeout: float = 120) -> Sender:
+    """Send through the gateway's running adapters (called from a worker thread, never the loop)."""
+    def send(platform: str, chat_id: str, thread_id: Optional[str], text: str) -> None:
+        adapter = adapters.get(platform)
+        if adapter is None:
+            if fallback is None:
+                raise DeliveryError(f"{platform} is not running in this gateway")
+            fallback(platform, chat_id, thread_id, text)
+            return
+        from gateway.platforms.telegram import split_message
+
+        for piece in split_message(text, adapter.max_message_length):
+            sent = asyncio.run_coroutine_threadsafe(
+                adapter.send(chat_id, piece, thread_id=thread_id), loop).result(timeout)
+            if sent is None:
+                raise DeliveryError(f"{platform} did not accept the message (see gateway.log)")
+    return send

@@ -1,0 +1,261 @@
+"""Jobs: create, edit, pause, resume, remove, and find one by id or unique name (SPEC §12).
+
+Every surface (``hermes cron``, the ``cronjob`` tool, ``/cron``, the API) goes through these
+functions, so the same bad input is refused with the same words everywhere. Jobs live in the
+session store (``SessionDB.*_cron_job``); ``JobError`` is the one failure type, one line each.
+"""
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from cron import delivery
+from cron.schedule import (Schedule, ScheduleError, describe, first_run, get_zone, iso_utc,
+                           parse_schedule)
+
+MAX_PROMPT_CHARS = 20_000
+MAX_NAME_CHARS = 80
+_SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+EDITABLE = ("name", "prompt", "schedule", "deliver", "repeat", "skills", "workdir")
+
+
+class JobError(ValueError):
+    """Bad input or an unknown job; the message says what to do instead."""
+
+
+def _clean_prompt(prompt: Any) -> str:
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise JobError("the prompt is empty: say what the job should do")
+    prompt = prompt.strip()
+    if len(prompt) > MAX_PROMPT_CHARS:
+        raise JobError(f"the prompt is {len(prompt):,} characters; the limit is {MAX_PROMPT_CHARS:,}")
+    return prompt
+
+
+def _clean_name(name: Any, prompt: str) -> str:
+    if name is None or (isinstance(name, str) and not name.strip()):
+        words = " ".join(prompt.split())
+        return words if len(words) <= 40 else words[:40].rsplit(" ", 1)[0] + "…"
+    if not isinstance(name, str):
+        raise JobError("the name must be text")
+    name = " ".join(name.split())
+    if len(name) > MAX_NAME_CHARS:
+        raise JobError(f"the name is longer than {MAX_NAME_CHARS} characters")
+    return name
+
+
+def _clean_repeat(repeat: Any, schedule: Schedule) -> Optional[int]:
+    if repeat is None or repeat == "":
+        return None
+    try:
+        n = int(repeat)
+    except (TypeError, ValueError):
+        raise JobError(f"repeat must be a whole number of runs, not {repeat!r}") from None
+    if n < 1:
+        raise JobError("repeat must be at least 1 (leave it out to repeat forever)")
+    if not schedule.repeats and n > 1:
+        raise JobError(f"repeat {n} needs a repeating schedule ('every …' or a cron expression); "
+                       f"{schedule.text!r} runs once")
+    return n if schedule.repeats else None
+
+
+def _clean_skills(skills: Any) -> list[str]:
+    if skills is None:
+        return []
+    if isinstance(skills, str):
+        skills = [s for s in re.split(r"[,\s]+", skills) if s]
+    if not isinstance(skills, (list, tuple)):
+        raise JobError("skills must be a list of skill names")
+    out: list[str] = []
+    for s in skills:
+        if not isinstance(s, str) or not _SKILL_NAME.match(s.strip()):
+            raise JobError(f"{s!r} is not a skill name (letters, digits, '.', '_', '-')")
+        if s.strip() not in out:
+            out.append(s.strip())
+    return out
+
+
+def _clean_workdir(workdir: Any) -> Optional[str]:
+    if workdir is None or (isinstance(workdir, str) and not workdir.strip()):
+        return None
+    path = Path(str(workdir)).expanduser()
+    if not path.is_dir():
+        raise JobError(f"workdir {str(path)!r} is not an existing directory")
+    return str(path.resolve())
+
+
+def _clean_deliver(deliver: Any, origin: Optional[dict[str, Any]], cfg: Any) -> str:
+    if deliver is None or (isinstance(deliver, str) and not deliver.strip()):
+        deliver = "origin" if origin else "local"
+    if not isinstance(deliver, str):
+        raise JobError(f"deliver must be text: {delivery.TARGET_HELP}")
+    try:
+        targets = delivery.parse_targets(deliver, origin)
+        delivery.check_home_channels(targets, cfg)
+    except delivery.DeliveryError as exc:
+        raise JobError(str(exc)) from None
+    return delivery.targets_text(targets)
+
+
+def _schedule(text: Any, now: float, tz_name: str) -> Schedule:
+    if not isinstance(text, str):
+        raise JobError("the schedule must be text, e.g. 'every 30m'")
+    try:
+        return parse_schedule(text, now, get_zone(tz_name))
+    except ScheduleError as exc:
+        raise JobError(str(exc)) from None
+
+
+def zone_name(cfg: Any) -> str:
+    """The configured ``timezone`` (ConfigError when unknown), else the system's zone."""
+    from cron.schedule import local_timezone_name
+
+    from agent.config import ConfigError
+
+    name = getattr(cfg, "timezone", None) or local_timezone_name()
+    try:
+        get_zone(name)
+    except ScheduleError as exc:
+        raise ConfigError(f"config.yaml: {exc}") from None
+    return name
+
+
+def create_job(db: Any, *, prompt: Any, schedule: Any, name: Any = None, deliver: Any = None,
+               repeat: Any = None, skills: Any = None, workdir: Any = None,
+               origin: Optional[dict[str, Any]] = None, cfg: Any = None,
+               now: Optional[float] = None) -> dict[str, Any]:
+    """Validate everything, then store the job with its first run computed (UTC)."""
+    now = time.time() if now is None else now
+    tz_name = zone_name(cfg)
+    sched = _schedule(schedule, now, tz_name)
+    prompt = _clean_prompt(prompt)
+    job = {
+        "id": secrets.token_hex(4), "name": _clean_name(name, prompt), "prompt": prompt,
+        "schedule": sched.text, "timezone": tz_name,
+        "deliver": _clean_deliver(deliver, origin, cfg), "origin": origin or None,
+        "skills": _clean_skills(skills), "workdir": _clean_workdir(workdir),
+        "repeat": _clean_repeat(repeat, sched), "state": "scheduled",
+        "next_run_at": first_run(sched, now, get_zone(tz_name)), "created_at": now,
+    }
+    while db.get_cron_job(job["id"]) is not None:  # 4 random bytes: a clash is rare, not impossible
+        job["id"] = secrets.token_hex(4)
+    return db.add_cron_job(job)
+
+
+def resolve_job(db: Any, ref: Any) -> dict[str, Any]:
+    """An id, or a name that only one job has."""
+    ref = str(ref or "").strip()
+    if not ref:
+        raise JobError("name a job by its id or name; `hermes cron list` shows them")
+    job = db.get_cron_job(ref)
+    if job is not None:
+        return job
+    matches = db.find_cron_jobs(ref)
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        listed = ", ".join(f"{j['id']} ({j['schedule']})" for j in matches)
+        raise JobError(f"the name {ref!r} matches {len(matches)} jobs: {listed}; use the id")
+    raise JobError(f"no job with id or name {ref!r}; `hermes cron list` shows them")
+
+
+def update_job(db: Any, ref: Any, *, cfg: Any = None, now: Optional[float] = None,
+               **changes: Any) -> dict[str, Any]:
+    """Change any of ``EDITABLE``; a new schedule starts counting from now (and re-arms a
+    completed job)."""
+    unknown = set(changes) - set(EDITABLE)
+    if unknown:
+        raise JobError(f"cannot change {', '.join(sorted(unknown))}; editable: {', '.join(EDITABLE)}")
+    changes = {k: v for k, v in changes.items() if v is not None}
+    if not changes:
+        raise JobError(f"nothing to change; give one of {', '.join(EDITABLE)}")
+    now = time.time() if now is None else now
+    job = resolve_job(db, ref)
+    tz_name = job["timezone"]
+    fields: dict[str, Any] = {}
+    sched = Schedule.from_text(job["schedule"]) if "schedule" not in changes else \
+        _schedule(changes["schedule"], now, tz_name)
+    if "prompt" in changes:
+        fields["prompt"] = _clean_prompt(changes["prompt"])
+    if "name" in changes:
+        fields["name"] = _clean_name(changes["name"], fields.get("prompt", job["prompt"]))
+    if "deliver" in changes:
+        fields["deliver"] = _clean_deliver(changes["deliver"], job.get("origin"), cfg)
+    if "skills" in changes:
+        fields["skills"] = _clean_skills(changes["skills"])
+    if "workdir" in changes:
+        fields["workdir"] = _clean_workdir(changes["workdir"])
+    if changes.get("repeat") in (0, "0"):  # edit: 0 means "forever again"
+        fields["repeat"] = None
+    elif "repeat" in changes or "schedule" in changes:
+        fields["repeat"] = _clean_repeat(changes.get("repeat", job.get("repeat")), sched)
+    if "schedule" in changes:
+        fields["schedule"] = sched.text
+        fields["run_count"] = 0
+        if job["state"] != "paused":
+            fields["state"] = "scheduled"
+            fields["next_run_at"] = first_run(sched, now, get_zone(tz_name))
+    elif "repeat" in fields:
+        if fields["repeat"] is not None and int(job["run_count"]) >= fields["repeat"]:
+            raise JobError(f"the job has already run {job['run_count']} times; give a larger repeat")
+        if job["state"] == "completed" and sched.repeats:  # more runs allowed: schedule it again
+            fields["state"] = "scheduled"
+            fields["next_run_at"] = first_run(sched, now, get_zone(tz_name))
+    return db.update_cron_job(job["id"], **fields) or job
+
+
+def pause_job(db: Any, ref: Any) -> dict[str, Any]:
+    job = resolve_job(db, ref)
+    if job["state"] == "completed":
+        raise JobError(f"job {job['id']} has finished; nothing to pause")
+    return db.update_cron_job(job["id"], state="paused") or job
+
+
+def resume_job(db: Any, ref: Any, now: Optional[float] = None) -> dict[str, Any]:
+    """Occurrences that fell while paused are skipped, not caught up; a one-shot whose time
+    passed while paused runs at the next tick."""
+    job = resolve_job(db, ref)
+    if job["state"] == "scheduled":
+        return job
+    if job["state"] == "completed":
+        raise JobError(f"job {job['id']} has finished; give it a new schedule with "
+                       f"`hermes cron edit {job['id']} --schedule ...`")
+    now = time.time() if now is None else now
+    sched = Schedule.from_text(job["schedule"])
+    return db.update_cron_job(job["id"], state="scheduled",
+                              next_run_at=first_run(sched, now, get_zone(job["timezone"]))) or job
+
+
+def remove_job(db: Any, ref: Any) -> dict[str, Any]:
+    job = resolve_job(db, ref)
+    db.delete_cron_job(job["id"])
+    return job
+
+
+def job_view(job: dict[str, Any]) -> dict[str, Any]:
+    """A job as JSON for the API, ``list --json`` and the tool (times in UTC ISO 8601)."""
+    try:
+        shown = describe(Schedule.from_text(job["schedule"]), get_zone(job.get("timezone")))
+    except ScheduleError:
+        shown = job["schedule"]
+    return {
+        "id": job["id"], "name": job.get("name"), "prompt": job.get("prompt"),
+        "schedule": job["schedule"], "schedule_display": shown, "timezone": job.get("timezone"),
+        "deliver": job.get("deliver"), "origin": job.get("origin"), "skills": job.get("skills") or [],
+        "workdir": job.get("workdir"), "repeat": job.get("repeat"), "run_count": job.get("run_count", 0),
+        "state": job.get("state"), "next_run_at": iso_utc(job.get("next_run_at")),
+        "created_at": iso_utc(job.get("created_at")), "last_run_at": iso_utc(job.get("last_run_at")),
+        "last_status": job.get("last_status"),
+    }
+
+
+def run_view(run: dict[str, Any]) -> dict[str, Any]:
+    keep = ("id", "job_id", "trigger", "status", "session_id", "output_path", "error", "note",
+            "delivery", "claimed_by")
+    out = {k: run.get(k) for k in keep}
+    for k in ("scheduled_at", "started_at", "finished_at"):
+        out[k] = iso_utc(run.get(k))
+    return out

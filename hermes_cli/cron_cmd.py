@@ -1,0 +1,280 @@
+"""`hermes cron list|create|edit|pause|resume|run|remove|runs|tick`: scheduled jobs (SPEC §12).
+
+Jobs are named by id or by a name only one job has. `run` and `tick` execute in the foreground
+(`tick` is what a system crontab calls on a machine without a gateway: `hermes cron tick -q`).
+Plain text on stdout; `--json` for scripts.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from hermes_cli.agent_factory import CommandError
+
+_JOB_HELP = "job id, or a name only one job has"
+
+
+def _job_fields(p: argparse.ArgumentParser, creating: bool) -> None:
+    p.add_argument("--schedule", "-s", help="'every 30m', 'in 2h', '0 8 * * *' or an ISO time")
+    p.add_argument("--prompt", "-p", help="what the job's agent is asked to do")
+    p.add_argument("--name", "-n", help="a short label (ids always work too)")
+    p.add_argument("--deliver", "-d", help="local (default here), telegram, telegram:<chat_id>, "
+                                           "origin; comma-separated")
+    p.add_argument("--repeat", "-r", type=int, metavar="N",
+                   help="stop after N runs" + ("" if creating else " (0: run forever)"))
+    p.add_argument("--skill", action="append", metavar="NAME", dest="skills",
+                   help="attach a skill to every run (repeat for several)")
+    p.add_argument("--workdir", metavar="DIR", help="working directory of the runs")
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("cron", help="scheduled jobs: list, create, edit, pause, resume, run, "
+                                    "remove, runs, tick")
+    cs = p.add_subparsers(dest="cron_action", metavar="ACTION")
+    ls = cs.add_parser("list", help="every job with its next run")
+    ls.add_argument("--json", action="store_true")
+    cr = cs.add_parser("create", help="schedule a prompt: hermes cron create 'every 1h' 'check x'")
+    cr.add_argument("words", nargs="*", metavar="SCHEDULE PROMPT",
+                    help="the schedule, then the prompt (or use --schedule/--prompt)")
+    _job_fields(cr, creating=True)
+    cr.add_argument("--json", action="store_true")
+    ed = cs.add_parser("edit", help="change a job's schedule, prompt, name, delivery, …")
+    ed.add_argument("job", help=_JOB_HELP)
+    _job_fields(ed, creating=False)
+    for action, text in (("pause", "stop running a job (keeps it)"),
+                         ("resume", "start a paused job again"),
+                         ("remove", "delete a job and its run history"),
+                         ("run", "run a job now, in the foreground, and print its answer")):
+        a = cs.add_parser(action, help=text, aliases=["rm"] if action == "remove" else [])
+        a.add_argument("job", help=_JOB_HELP)
+    rn = cs.add_parser("runs", help="recent runs (of one job, or all)")
+    rn.add_argument("job", nargs="?", help=_JOB_HELP)
+    rn.add_argument("--limit", type=int, default=20)
+    rn.add_argument("--json", action="store_true")
+    tk = cs.add_parser("tick", help="run the jobs that are due, once (for a system crontab)")
+    tk.add_argument("-q", "--quiet", action="store_true", help="print nothing when nothing is due")
+
+
+def run(args: argparse.Namespace) -> int:
+    from agent.config import load_config
+    from cron.jobs import JobError
+    from hermes_cli.agent_factory import open_db
+
+    action = args.cron_action or "list"
+    cfg = load_config()
+    with open_db() as db:
+        try:
+            return _ACTIONS[action](args, db, cfg)
+        except JobError as exc:
+            raise CommandError(str(exc)) from None
+
+
+# -- actions ---------------------------------------------------------------------------------
+
+def _list(args: argparse.Namespace, db: Any, cfg: Any) -> int:
+    from cron.jobs import job_view
+
+    jobs = db.list_cron_jobs()
+    if getattr(args, "json", False):
+        print(json.dumps([job_view(j) for j in jobs], indent=1, ensure_ascii=False))
+        return 0
+    for line in job_lines(jobs):
+        print(line)
+    return 0
+
+
+def job_lines(jobs: list[dict[str, Any]]) -> list[str]:
+    """The job table (shared with /cron)."""
+    from cron.schedule import ScheduleError, format_time, get_zone
+
+    if not jobs:
+        return ["No scheduled jobs. Create one: hermes cron create 'every 1h' 'what to do'"]
+    out = [f"{'ID':<9} {'NAME':<24} {'SCHEDULE':<26} {'NEXT RUN':<21} {'STATE':<10} "
+           f"{'DELIVER':<14} LAST"]
+    for j in jobs:
+        view = _view(j)
+        try:
+            nxt = format_time(j.get("next_run_at"), get_zone(j.get("timezone")))
+        except ScheduleError:
+            nxt = "?"
+        out.append(f"{j['id']:<9} {_cut(j.get('name') or '-', 24):<24} "
+                   f"{_cut(view['schedule_display'], 26):<26} {nxt:<21} {j['state']:<10} "
+                   f"{_cut(j.get('deliver') or '-', 14):<14} {j.get('last_status') or '-'}")
+    return out
+
+
+def _view(job: dict[str, Any]) -> dict[str, Any]:
+    from cron.jobs import job_view
+
+    return job_view(job)
+
+
+def _cut(text: str, width: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def describe_job(job: dict[str, Any]) -> str:
+    """One line after create/edit/resume (shared with /cron and the tool)."""
+    from cron.schedule import ScheduleError, format_time, get_zone
+
+    view = _view(job)
+    try:
+        nxt = format_time(job.get("next_run_at"), get_zone(job.get("timezone")))
+    except ScheduleError:
+        nxt = "?"
+    when = f"next run {nxt}" if job["state"] == "scheduled" else job["state"]
+    repeat = f", {job['repeat']} run(s) in all" if job.get("repeat") else ""
+    return (f"job {job['id']} ({job.get('name')}): {view['schedule_display']}{repeat}, {when}, "
+            f"delivers to {job.get('deliver')}")
+
+
+def _fields(args: argparse.Namespace) -> dict[str, Any]:
+    return {"name": args.name, "deliver": args.deliver, "repeat": args.repeat,
+            "skills": args.skills, "workdir": args.workdir}
+
+
+def _create(args: argparse.Namespace, db: Any, cfg: Any) -> int:
+    from cron.jobs import create_job, job_view
+    from cron.schedule import split_schedule
+
+    schedule, prompt = args.schedule, args.prompt
+    words = list(args.words or [])
+    if schedule is None and words:
+        head, rest = split_schedule(words[0])
+        if head and not rest and len(words) > 1:  # quoted: 'every 30m' 'the prompt'
+            schedule, words = head, words[1:]
+        else:
+            schedule, rest = split_schedule(" ".join(words))
+            words = [rest] if rest else []
+    if prompt is None:
+        prompt = " ".join(words)
+    elif words:
+        raise CommandError("give the prompt once: as words or with --prompt, not both")
+    if not schedule:
+        raise CommandError("no schedule before the prompt: hermes cron create 'every 1h' "
+                           "'what to do' (or --schedule/--prompt)")
+    job = create_job(db, prompt=prompt, schedule=schedule, cfg=cfg, **_fields(args))
+    if args.json:
+        print(json.dumps(job_view(job), indent=1, ensure_ascii=False))
+    else:
+        print("Created " + describe_job(job) + ".")
+    return 0
+
+
+def _edit(args: argparse.Namespace, db: Any, cfg: Any) -> int:
+    from cron.jobs import update_job
+
+    changes = dict(_fields(args), schedule=args.schedule, prompt=args.prompt)
+    job = update_job(db, args.job, cfg=cfg, **changes)
+    print("Updated " + describe_job(job) + ".")
+    return 0
+
+
+def _pause(args: argparse.Namespace, db: Any, cfg: Any) -> int:
+    from cron.jobs import pause_job
+
+    job = pause_job(db, args.job)
+    print(f"Paused job {job['id']} ({job.get('name')}); `hermes cron resume {job['id']}` restarts it.")
+    return 0
+
+
+def _resume(args: argparse.Namespace, db: Any, cfg: Any) -> int:
+    from cron.jobs import resume_job
+
+    print("Resumed " + describe_job(resume_job(db, args.job)) + ".")
+    return 0
+
+
+def _remove(args: argparse.Namespace, db: Any, cfg: Any) -> int:
+    from cron.jobs import remove_job
+
+    job = remove_job(db, args.job)
+    print(f"Removed job {job['id']} ({job.get('name')}) and its run history.")
+    return 0
+
+
+def _run_now(args: argparse.Namespace, db: Any, cfg: Any) -> int:
+    from cron.jobs import resolve_job
+    from cron.scheduler import Scheduler
+
+    job = resolve_job(db, args.job)
+    sched = Scheduler(db, cfg, max_parallel=1)
+    print(f"Running job {job['id']} ({job.get('name')}) now…", file=sys.stderr, flush=True)
+    _run, fut = sched.run_now(job)
+    sched.wait()
+    outcome = fut.result()
+    sched.shutdown()
+    if outcome.answer is not None:
+        print(outcome.answer)
+    _report(outcome)
+    return 0 if outcome.status in ("ok", "silent") else 1
+
+
+def _report(outcome: Any) -> None:
+    where = f"output {outcome.output_path}" if outcome.output_path else "no output file"
+    if outcome.error:
+        print(f"hermes: error: {outcome.status}: {outcome.error} ({where})", file=sys.stderr)
+        return
+    delivered = f"; delivery: {outcome.delivery}" if outcome.delivery else ""
+    print(f"status {outcome.status}; {where}{delivered}", file=sys.stderr)
+
+
+def _runs(args: argparse.Namespace, db: Any, cfg: Any) -> int:
+    from cron.jobs import resolve_job, run_view
+
+    job_id = resolve_job(db, args.job)["id"] if args.job else None
+    runs = db.list_cron_runs(job_id, limit=max(1, args.limit))
+    if args.json:
+        print(json.dumps([run_view(r) for r in runs], indent=1, ensure_ascii=False))
+        return 0
+    for line in run_lines(runs):
+        print(line)
+    return 0
+
+
+def run_lines(runs: list[dict[str, Any]]) -> list[str]:
+    from cron.schedule import format_time, get_zone
+
+    if not runs:
+        return ["No runs yet."]
+    zone = get_zone(None)
+    out = [f"{'RUN':>5} {'JOB':<9} {'SCHEDULED':<21} {'TRIGGER':<8} {'STATUS':<12} DETAILS"]
+    for r in runs:
+        detail = r.get("error") or r.get("output_path") or r.get("note") or ""
+        if r.get("delivery"):
+            detail += f" [delivery: {r['delivery']}]"
+        out.append(f"{r['id']:>5} {r['job_id']:<9} {format_time(r['scheduled_at'], zone):<21} "
+                   f"{r['trigger']:<8} {r['status']:<12} {_cut(detail, 120)}")
+    return out
+
+
+def _tick(args: argparse.Namespace, db: Any, cfg: Any) -> int:
+    from cron.scheduler import Scheduler
+
+    sched = Scheduler(db, cfg)
+    futures = sched.tick()
+    if sched.last_error:
+        raise CommandError(f"the tick failed: {sched.last_error}")
+    if not futures:
+        if not args.quiet:
+            print("No jobs due.")
+        return 0
+    for run, _fut in futures:
+        print(f"Running job {run['id']} ({run.get('name')})…", file=sys.stderr, flush=True)
+    sched.wait()
+    sched.shutdown()
+    failed = 0
+    for run, fut in futures:
+        outcome = fut.result()
+        failed += outcome.status not in ("ok", "silent")
+        print(f"job {run['id']} ({run.get('name')}): {outcome.status}"
+              + (f" — {outcome.error}" if outcome.error else "")
+              + (f" — {outcome.output_path}" if outcome.output_path else ""))
+    return 1 if failed else 0
+
+
+_ACTIONS = {"list": _list, "create": _create, "edit": _edit, "pause": _pause, "resume": _resume,
+            "remove": _remove, "rm": _remove, "run": _run_now, "runs": _runs, "tick": _tick}
