@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from cron import delivery
-from cron.schedule import (Schedule, ScheduleError, describe, first_run, get_zone, iso_utc,
-                           parse_schedule)
+from cron.schedule import Schedule, ScheduleError, first_run, get_zone, parse_schedule
 
 MAX_PROMPT_CHARS = 20_000
 MAX_NAME_CHARS = 80
@@ -233,29 +232,3 @@ def remove_job(db: Any, ref: Any) -> dict[str, Any]:
     job = resolve_job(db, ref)
     db.delete_cron_job(job["id"])
     return job
-
-
-def job_view(job: dict[str, Any]) -> dict[str, Any]:
-    """A job as JSON for the API, ``list --json`` and the tool (times in UTC ISO 8601)."""
-    try:
-        shown = describe(Schedule.from_text(job["schedule"]), get_zone(job.get("timezone")))
-    except ScheduleError:
-        shown = job["schedule"]
-    return {
-        "id": job["id"], "name": job.get("name"), "prompt": job.get("prompt"),
-        "schedule": job["schedule"], "schedule_display": shown, "timezone": job.get("timezone"),
-        "deliver": job.get("deliver"), "origin": job.get("origin"), "skills": job.get("skills") or [],
-        "workdir": job.get("workdir"), "repeat": job.get("repeat"), "run_count": job.get("run_count", 0),
-        "state": job.get("state"), "next_run_at": iso_utc(job.get("next_run_at")),
-        "created_at": iso_utc(job.get("created_at")), "last_run_at": iso_utc(job.get("last_run_at")),
-        "last_status": job.get("last_status"),
-    }
-
-
-def run_view(run: dict[str, Any]) -> dict[str, Any]:
-    keep = ("id", "job_id", "trigger", "status", "session_id", "output_path", "error", "note",
-            "delivery", "claimed_by")
-    out = {k: run.get(k) for k in keep}
-    for k in ("scheduled_at", "started_at", "finished_at"):
-        out[k] = iso_utc(run.get(k))
-    return out

@@ -32,9 +32,37 @@ _BOOT = secrets.token_hex(4)  # this process's incarnation: a reused pid is not 
 _active: Optional["Scheduler"] = None
 
 
+_local: Optional["Scheduler"] = None
+_local_lock = threading.Lock()
+
+
 def active() -> Optional["Scheduler"]:
-    """The scheduler serving in this process (the gateway's), if any: ``run`` requests go to it."""
+    """The scheduler serving in this process (the gateway's), if any."""
     return _active
+
+
+def background(db: Any, cfg: Any) -> "Scheduler":
+    """Where a run requested from a tool or a chat goes: the serving scheduler, else one kept for
+    this process (its pool threads finish their runs before the process exits)."""
+    global _local
+    if _active is not None:
+        return _active
+    with _local_lock:
+        if _local is None or _local.db is not db:
+            _local = Scheduler(db, cfg)
+        return _local
+
+
+def run_once(db: Any, cfg: Any, job: dict[str, Any],
+             cancel: Optional[threading.Event] = None) -> runner.RunOutcome:
+    """Run ``job`` now in the foreground and return its outcome (``hermes cron run``, REPL)."""
+    sched = Scheduler(db, cfg, max_parallel=1)
+    if cancel is not None:
+        sched.cancel = cancel
+    _run, fut = sched.run_now(job)
+    sched.wait()
+    sched.shutdown()
+    return fut.result()
 
 
 def holder_id() -> str:

@@ -202,10 +202,16 @@ async def _serve(args: argparse.Namespace, cfg: Any) -> int:
     if api is not None:
         await api.start()
     address = f"http://{api.host}:{api.port}" if api else None
+    from cron.delivery import adapter_sender, bot_api_sender
+    from cron.scheduler import Scheduler
+
+    scheduler = Scheduler(db, cfg, sender=adapter_sender(runner.adapters, loop, bot_api_sender(cfg)))
+    cron_task = asyncio.ensure_future(scheduler.serve(stop))
 
     def status(state: str) -> None:
         _write_status(state=state, started_at=started, platforms=platforms, api_server=address,
-                      sessions=len(runner._states), turns_completed=runner.turns_completed)
+                      sessions=len(runner._states), turns_completed=runner.turns_completed,
+                      cron=scheduler.status())
 
     status("running")
     print(f"READY gateway pid={os.getpid()} platforms={','.join(platforms)}" + (f" api={address}" if address else ""),
@@ -213,13 +219,15 @@ async def _serve(args: argparse.Namespace, cfg: Any) -> int:
     log.info("gateway running (pid %d, platforms: %s)", os.getpid(), ", ".join(platforms))
     while not stop.is_set():
         try:
-            await asyncio.wait_for(stop.wait(), timeout=10)
+            await asyncio.wait_for(stop.wait(), timeout=min(10.0, scheduler.tick_interval))
         except asyncio.TimeoutError:
             status("running")
     log.info("signal received: draining")
     status("draining")
-    clean = await runner.shutdown(drain_timeout=float(args.drain_timeout if args.drain_timeout is not None
-                                                      else gw.get("drain_timeout", 60)))
+    drain = float(args.drain_timeout if args.drain_timeout is not None else gw.get("drain_timeout", 60))
+    await cron_task
+    await asyncio.to_thread(scheduler.shutdown, drain)  # runs still deliver through the adapters
+    clean = await runner.shutdown(drain_timeout=drain)
     if api is not None:
         await api.stop()
     await asyncio.to_thread(shutdown_servers)
@@ -290,11 +298,35 @@ def _cmd_status(args: argparse.Namespace) -> int:
                      f"sessions: {data.get('sessions', 0)}, turns: {data.get('turns_completed', 0)}")
             if data.get("api_server"):
                 line += f", API {data['api_server']}"
+            line += "\n" + _cron_status(data.get("cron"))
         elif data.get("error"):
             line += f", last error: {data['error']}"
         print(line)
         print(f"log: {hermes_home() / 'logs' / 'gateway.log'}")
     return 0 if data and data.get("state") in ("running", "draining") else 1
+
+
+def _cron_status(cron: Optional[dict[str, Any]]) -> str:
+    """``cron: last tick 12s ago, next: brief (ab12cd34) at 2026-12-01 08:00 CET, 0 running``."""
+    if not cron:
+        return "cron: not running"
+    from cron.schedule import ScheduleError, format_time, get_zone
+
+    last = cron.get("last_tick")
+    parts = [f"last tick {int(time.time() - last)}s ago" if last else "no tick yet"]
+    nxt = cron.get("next")
+    if nxt:
+        try:
+            when = format_time(nxt.get("at"), get_zone(None))
+        except ScheduleError:
+            when = "?"
+        parts.append(f"next: {nxt.get('name')} ({nxt.get('id')}) at {when}")
+    else:
+        parts.append("no job scheduled")
+    parts.append(f"{cron.get('running', 0)} running")
+    if cron.get("error"):
+        parts.append(f"last error: {cron['error']}")
+    return "cron: " + ", ".join(parts)
 
 
 def gateway_main(argv: Optional[list[str]] = None) -> int:

@@ -16,10 +16,11 @@ STOP_REPLIES = {
     None: "Nothing is running.",
 }
 HELP_TEXT = ("Commands: /new (fresh session), /usage (tokens and context), /compress [focus], "
-             "/model [name], /stop (interrupt the running turn), /help")
+             "/model [name], /cron (scheduled jobs), /stop (interrupt the running turn), /help")
 
 
-async def command(runner: "GatewayRunner", key: str, user_id: Optional[str], text: str, reply: Reply) -> bool:
+async def command(runner: "GatewayRunner", key: str, user_id: Optional[str], text: str, reply: Reply,
+                  origin: Optional[dict[str, Any]] = None) -> bool:
     """Handle a gateway command; False means 'not ours', and the text goes to the agent."""
     name, _, arg = text.strip().partition(" ")
     name, arg = name.lower(), arg.strip()
@@ -40,6 +41,10 @@ async def command(runner: "GatewayRunner", key: str, user_id: Optional[str], tex
             current = (getattr(st.agent if st else None, "model", None) or runner.models.get(key)
                        or getattr(runner.agent_factory, "default_model", "?"))
             await reply(f"Current model: {current}. Use /model <name> to change it.")
+    elif name == "/cron":
+        from cron.commands import chat_command
+
+        await reply(await asyncio.to_thread(chat_command, runner.db, arg, origin))
     elif name in ("/new", "/reset", "/usage", "/compress"):
         runner.spawn(_locked_command(runner, key, user_id, name, arg, reply), None)
     else:

@@ -179,9 +179,11 @@ class GatewayRunner:
             if adapter and text:
                 await self._send_long(adapter, event.chat_id, text, event.thread_id)
 
-        if event.text.startswith("/") and await command(self, key, event.user_id, event.text, reply):
+        origin = {"platform": event.platform, "chat_id": event.chat_id, "thread_id": event.thread_id}
+        if event.text.startswith("/") and await command(self, key, event.user_id, event.text, reply,
+                                                        origin=origin):
             return
-        req = TurnRequest(event.text, key, event.user_id, notify=reply)
+        req = TurnRequest(event.text, key, event.user_id, notify=reply, origin=origin)
         if self.busy_policy == "interrupt":
             self.stop_turn(key, event.text)  # the running turn, or one still waiting to start
         self.spawn(self._chat_turn(req, adapter, event.chat_id, reply), req)
@@ -432,6 +434,7 @@ class GatewayRunner:
             def call() -> Any:
                 agent.status_callback = on_status
                 agent.tool_progress_callback = req.tool_callback
+                agent.origin = req.origin  # a cronjob created in this turn is delivered back here
                 if req.stop_requested:  # stopped while the agent was being made
                     return {"interrupted": True, "completed": False, "final_response": None}
                 return agent.run_conversation(req.text, system_message=req.system_message,

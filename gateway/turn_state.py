@@ -33,6 +33,7 @@ class TurnRequest:
     persist_only: bool = False  # received while draining: stored in order, not answered
     mark: int = 0  # store position before the turn (see SessionMap.ensure_user_message)
     notify: Optional[Callable[[str], Awaitable[None]]] = None  # tells the chat about warnings mid-turn
+    origin: Optional[dict[str, Any]] = None  # the chat it came from: {platform, chat_id, thread_id}
 
 
 class SessionState:

@@ -80,8 +80,11 @@ class ChatSession:
         self.r.spinner_start("working")
 
     # ---- running work off the main thread ----------------------------------------------
-    def run_in_worker(self, fn: Callable[[], Any]) -> tuple[Any, Optional[BaseException], bool]:
-        """(result, error, interrupted). Ctrl+C interrupts the agent; the third one quits hermes."""
+    def run_in_worker(self, fn: Callable[[], Any], on_interrupt: Optional[Callable[[], None]] = None
+                      ) -> tuple[Any, Optional[BaseException], bool]:
+        """(result, error, interrupted). Ctrl+C interrupts the agent (or calls ``on_interrupt``);
+        the third one quits hermes."""
+        interrupt = on_interrupt or self._interrupt
         box: dict[str, Any] = {}
 
         def work() -> None:
@@ -100,7 +103,7 @@ class ChatSession:
             presses[0] += 1
             if presses[0] >= 3 or in_prompt[0]:
                 raise KeyboardInterrupt
-            self._interrupt()
+            interrupt()
 
         old = None
         if threading.current_thread() is threading.main_thread():
@@ -446,6 +449,38 @@ class ChatSession:
             self.r.info(f"{', '.join(late)} connected after this session's tool list was fixed; "
                         "/new starts a session that has their tools.", "dim")
         return True
+
+    def cmd_cron(self, arg: str) -> bool:
+        from cron.commands import handle
+
+        db = self.db
+        if db is None:
+            raise RuntimeError("this agent has no session store")
+        for line in handle(db, arg, cfg=self._config(), run=self._cron_run).splitlines():
+            self.r.info(line)
+        return True
+
+    def _config(self) -> Any:
+        cfg = getattr(self.agent, "config", None)
+        if cfg is None:
+            from agent.config import load_config
+
+            cfg = load_config()
+        return cfg
+
+    def _cron_run(self, job: dict) -> str:
+        """/cron run: in the foreground, Ctrl+C stops it; the answer is shown here too."""
+        from cron.scheduler import run_once
+
+        cancel = threading.Event()
+        self.r.spinner_start(f"running job {job['id']}")
+        res, err, _ = self.run_in_worker(lambda: run_once(self.db, self._config(), job, cancel=cancel),
+                                         on_interrupt=cancel.set)
+        self.r.spinner_stop()
+        if err is not None:
+            return f"The run failed: {type(err).__name__}: {err}"
+        head = res.answer if res.answer is not None else f"The run ended {res.status}: {res.error}"
+        return f"{head}\n(job {job['id']}: {res.status}; output {res.output_path})"
 
     def cmd_yolo(self, arg: str) -> bool:
         self.yolo = not self.yolo

@@ -74,61 +74,17 @@ def run(args: argparse.Namespace) -> int:
 # -- actions ---------------------------------------------------------------------------------
 
 def _list(args: argparse.Namespace, db: Any, cfg: Any) -> int:
-    from cron.jobs import job_view
+    from cron.views import job_view
 
     jobs = db.list_cron_jobs()
     if getattr(args, "json", False):
         print(json.dumps([job_view(j) for j in jobs], indent=1, ensure_ascii=False))
         return 0
+    from cron.views import job_lines
+
     for line in job_lines(jobs):
         print(line)
     return 0
-
-
-def job_lines(jobs: list[dict[str, Any]]) -> list[str]:
-    """The job table (shared with /cron)."""
-    from cron.schedule import ScheduleError, format_time, get_zone
-
-    if not jobs:
-        return ["No scheduled jobs. Create one: hermes cron create 'every 1h' 'what to do'"]
-    out = [f"{'ID':<9} {'NAME':<24} {'SCHEDULE':<26} {'NEXT RUN':<21} {'STATE':<10} "
-           f"{'DELIVER':<14} LAST"]
-    for j in jobs:
-        view = _view(j)
-        try:
-            nxt = format_time(j.get("next_run_at"), get_zone(j.get("timezone")))
-        except ScheduleError:
-            nxt = "?"
-        out.append(f"{j['id']:<9} {_cut(j.get('name') or '-', 24):<24} "
-                   f"{_cut(view['schedule_display'], 26):<26} {nxt:<21} {j['state']:<10} "
-                   f"{_cut(j.get('deliver') or '-', 14):<14} {j.get('last_status') or '-'}")
-    return out
-
-
-def _view(job: dict[str, Any]) -> dict[str, Any]:
-    from cron.jobs import job_view
-
-    return job_view(job)
-
-
-def _cut(text: str, width: int) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def describe_job(job: dict[str, Any]) -> str:
-    """One line after create/edit/resume (shared with /cron and the tool)."""
-    from cron.schedule import ScheduleError, format_time, get_zone
-
-    view = _view(job)
-    try:
-        nxt = format_time(job.get("next_run_at"), get_zone(job.get("timezone")))
-    except ScheduleError:
-        nxt = "?"
-    when = f"next run {nxt}" if job["state"] == "scheduled" else job["state"]
-    repeat = f", {job['repeat']} run(s) in all" if job.get("repeat") else ""
-    return (f"job {job['id']} ({job.get('name')}): {view['schedule_display']}{repeat}, {when}, "
-            f"delivers to {job.get('deliver')}")
 
 
 def _fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -137,7 +93,8 @@ def _fields(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _create(args: argparse.Namespace, db: Any, cfg: Any) -> int:
-    from cron.jobs import create_job, job_view
+    from cron.jobs import create_job
+    from cron.views import describe_job, job_view
     from cron.schedule import split_schedule
 
     schedule, prompt = args.schedule, args.prompt
@@ -166,6 +123,7 @@ def _create(args: argparse.Namespace, db: Any, cfg: Any) -> int:
 
 def _edit(args: argparse.Namespace, db: Any, cfg: Any) -> int:
     from cron.jobs import update_job
+    from cron.views import describe_job
 
     changes = dict(_fields(args), schedule=args.schedule, prompt=args.prompt)
     job = update_job(db, args.job, cfg=cfg, **changes)
@@ -183,6 +141,7 @@ def _pause(args: argparse.Namespace, db: Any, cfg: Any) -> int:
 
 def _resume(args: argparse.Namespace, db: Any, cfg: Any) -> int:
     from cron.jobs import resume_job
+    from cron.views import describe_job
 
     print("Resumed " + describe_job(resume_job(db, args.job)) + ".")
     return 0
@@ -198,15 +157,11 @@ def _remove(args: argparse.Namespace, db: Any, cfg: Any) -> int:
 
 def _run_now(args: argparse.Namespace, db: Any, cfg: Any) -> int:
     from cron.jobs import resolve_job
-    from cron.scheduler import Scheduler
+    from cron.scheduler import run_once
 
     job = resolve_job(db, args.job)
-    sched = Scheduler(db, cfg, max_parallel=1)
     print(f"Running job {job['id']} ({job.get('name')}) now…", file=sys.stderr, flush=True)
-    _run, fut = sched.run_now(job)
-    sched.wait()
-    outcome = fut.result()
-    sched.shutdown()
+    outcome = run_once(db, cfg, job)
     if outcome.answer is not None:
         print(outcome.answer)
     _report(outcome)
@@ -223,7 +178,8 @@ def _report(outcome: Any) -> None:
 
 
 def _runs(args: argparse.Namespace, db: Any, cfg: Any) -> int:
-    from cron.jobs import resolve_job, run_view
+    from cron.jobs import resolve_job
+    from cron.views import run_lines, run_view
 
     job_id = resolve_job(db, args.job)["id"] if args.job else None
     runs = db.list_cron_runs(job_id, limit=max(1, args.limit))
@@ -233,22 +189,6 @@ def _runs(args: argparse.Namespace, db: Any, cfg: Any) -> int:
     for line in run_lines(runs):
         print(line)
     return 0
-
-
-def run_lines(runs: list[dict[str, Any]]) -> list[str]:
-    from cron.schedule import format_time, get_zone
-
-    if not runs:
-        return ["No runs yet."]
-    zone = get_zone(None)
-    out = [f"{'RUN':>5} {'JOB':<9} {'SCHEDULED':<21} {'TRIGGER':<8} {'STATUS':<12} DETAILS"]
-    for r in runs:
-        detail = r.get("error") or r.get("output_path") or r.get("note") or ""
-        if r.get("delivery"):
-            detail += f" [delivery: {r['delivery']}]"
-        out.append(f"{r['id']:>5} {r['job_id']:<9} {format_time(r['scheduled_at'], zone):<21} "
-                   f"{r['trigger']:<8} {r['status']:<12} {_cut(detail, 120)}")
-    return out
 
 
 def _tick(args: argparse.Namespace, db: Any, cfg: Any) -> int:

@@ -32,6 +32,8 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("resume", "continue an earlier session", "<id|title>"),
     SlashCommand("tools", "list the tools the agent can use"),
     SlashCommand("mcp", "MCP servers: status and tool counts"),
+    SlashCommand("cron", "scheduled jobs: list, add, pause, resume, remove, run, runs",
+                 "[list|add <schedule> <prompt>|pause|resume|remove|run|runs <job>]"),
     SlashCommand("yolo", "toggle auto-approval of dangerous commands"),
     SlashCommand("quit", "leave hermes", aliases=("exit", "q")),
 )

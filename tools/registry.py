@@ -18,7 +18,7 @@ logger = logging.getLogger(__name__)
 
 # Built-in tool modules; each registers its tools when imported.
 _BUILTIN_MODULES = ("tools.terminal", "tools.files", "tools.todo", "tools.memory", "tools.session_search",
-                    "tools.skills", "tools.delegate")
+                    "tools.skills", "tools.cronjob", "tools.delegate")
 
 # The toolsets a default agent offers, in the order /tools and the prompt breakdown list them.
 # A toolset exists once a tool names it or register_toolset() declares it (MCP: ``mcp-<server>``).

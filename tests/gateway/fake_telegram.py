@@ -24,6 +24,7 @@ class FakeTelegram:
         self.token = token
         self.max_poll = max_poll
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.missing_chats: set[int] = set()  # sendMessage to these fails like Telegram: "chat not found"
         self._updates: list[dict[str, Any]] = []
         self._cond = threading.Condition()
         self._next_update = 1
@@ -145,6 +146,9 @@ class FakeTelegram:
         handler = getattr(self, f"_m_{method}", None)
         if handler is None:
             return web.json_response({"ok": False, "error_code": 404, "description": "Not Found"}, status=404)
+        if method == "sendMessage" and str(params.get("chat_id")) in {str(c) for c in self.missing_chats}:
+            return web.json_response({"ok": False, "error_code": 400, "description": "Bad Request: chat not found"},
+                                     status=400)
         return web.json_response({"ok": True, "result": await handler(params)})
 
     async def _m_getMe(self, _p: dict[str, Any]) -> Any:

@@ -1,0 +1,173 @@
+"""The scheduler inside `hermes gateway run` (a real subprocess), delivering to the fake Telegram Bot API,
+runs answered by the loopback provider."""
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from gateway.cli import gateway_main
+from hermes_state import SessionDB
+from tests.fake_provider import error, slow, text
+from tests.gateway.fake_telegram import FakeTelegram
+
+REPO = Path(__file__).resolve().parents[2]
+CHAT = 1001
+
+
+def wait_until(pred: Callable[[], Any], timeout: float = 60, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = pred()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Gateway:
+    def __init__(self, home: Path, provider_url: str, fake: FakeTelegram) -> None:
+        env = dict(os.environ, HERMES_HOME=str(home), OPENAI_BASE_URL=provider_url, OPENAI_API_KEY="test-key",
+                   HERMES_MODEL="fake-model", PYTHONPATH=str(REPO), TELEGRAM_BOT_TOKEN=fake.token,
+                   TELEGRAM_BASE_URL=fake.base_url, TELEGRAM_ALLOWED_USERS=str(CHAT))
+        self.proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "run"], cwd=REPO, env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        lines: "queue.Queue[str]" = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(x) for x in self.proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+        assert lines.get(timeout=90).startswith("READY")
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            self.proc.wait(timeout=60)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+
+@pytest.fixture
+def env(hermes_home, fake_provider):
+    (hermes_home / "config.yaml").write_text("cron:\n  tick_interval: 0.2\n  run_timeout: 60\n")
+    fake = FakeTelegram().start()
+    gateways: list[Gateway] = []
+
+    def start() -> Gateway:
+        gateways.append(Gateway(hermes_home, fake_provider.base_url, fake))
+        return gateways[-1]
+
+    db = SessionDB(hermes_home / "state.db")
+    yield fake, db, start
+    for gw in gateways:
+        gw.stop()
+    db.close()
+    fake.stop()
+
+
+def make_due(db: SessionDB, job_id: str) -> None:
+    db.update_cron_job(job_id, next_run_at=time.time() - 1)
+
+
+def finished_runs(db: SessionDB, job_id: str, n: int) -> list[dict]:
+    """Wait until ``n`` runs of the job have finished; all its runs, newest first."""
+    def done() -> list[dict] | None:
+        runs = db.list_cron_runs(job_id)
+        return runs if sum(r["status"] != "running" for r in runs) >= n else None
+    return wait_until(done, what=f"{n} finished run(s) of {job_id}")
+
+
+def test_a_job_made_in_the_chat_is_run_by_the_gateway_and_delivered_there(env, fake_provider, capsys):
+    fake, db, start = env
+    start()
+    fake.push_message(CHAT, CHAT, "/cron add in 1h tell me a joke")
+    [created] = fake.wait_for_sent(CHAT, 1)
+    assert created.startswith("Created job ") and "delivers to origin" in created
+    [job] = db.list_cron_jobs()
+    assert job["origin"]["chat_id"] == str(CHAT) and job["deliver"] == "origin"
+
+    fake_provider.queue(text("Why did the scheduler cross the road? Exactly once."))
+    make_due(db, job["id"])
+    sent = fake.wait_for_sent(CHAT, 2)
+    assert sent[1] == "⏰ tell me a joke\n\nWhy did the scheduler cross the road? Exactly once."
+    [run] = finished_runs(db, job["id"], 1)
+    assert (run["status"], run["delivery"]) == ("ok", f"telegram:{CHAT} ok")
+    assert db.get_cron_job(job["id"])["state"] == "completed"
+
+    fake.push_message(CHAT, CHAT, "/cron add every 1d morning brief")
+    fake.wait_for_sent(CHAT, 3)
+    brief = [j for j in db.list_cron_jobs() if j["name"] == "morning brief"][0]
+    fake.push_message(CHAT, CHAT, "/cron list")
+    listing = fake.wait_for_sent(CHAT, 4)[3]
+    assert brief["id"] in listing and job["id"] in listing and "completed" in listing
+
+    fake_provider.queue(text("Markets are calm."))
+    fake.push_message(CHAT, CHAT, "/cron run morning brief")
+    sent = fake.wait_for_sent(CHAT, 6)
+    assert sent[4].startswith(f"Running job {brief['id']}") and sent[5].endswith("Markets are calm.")
+    assert db.get_cron_job(brief["id"])["next_run_at"] > time.time() + 3600  # a manual run moves nothing
+
+    wait_until(lambda: (gateway_main(["status"]) == 0) and "next: morning brief" in capsys.readouterr().out,
+               what="gateway status to show the scheduler")
+
+
+def test_failures_are_sent_once_and_a_missing_chat_is_recorded(env, fake_provider, hermes_home):
+    fake, db, start = env
+    fake.missing_chats.add(555)
+    from agent.config import HermesConfig
+    from cron.jobs import create_job
+
+    cfg = HermesConfig()
+    failing = create_job(db, prompt="check the build", schedule="every 1h", name="build",
+                         deliver=f"telegram:{CHAT}", cfg=cfg)
+    lost = create_job(db, prompt="hello", schedule="every 1h", deliver="telegram:555", cfg=cfg)
+    fake_provider.handler = lambda body: (error(400, "model overloaded", type="invalid_request_error")
+                                          if "check the build" in str(body["messages"]) else text("hi there"))
+    start()
+    for n in (1, 2):
+        make_due(db, failing["id"])
+        finished_runs(db, failing["id"], n)
+    runs = db.list_cron_runs(failing["id"])
+    assert [r["status"] for r in runs] == ["failed", "failed"] and "model overloaded" in runs[0]["error"]
+    assert runs[0]["delivery"] == "not sent: same failure as the last one"
+    notices = [t for t in fake.sent_texts(CHAT) if t.startswith("⚠ Scheduled job 'build' failed")]
+    assert len(notices) == 1 and "model overloaded" in notices[0]
+
+    make_due(db, lost["id"])  # the scheduler kept ticking through the failures
+    [run] = finished_runs(db, lost["id"], 1)
+    assert run["status"] == "ok" and run["delivery"].startswith("telegram:555 failed")
+    assert "gateway.log" in run["delivery"]
+
+
+def test_a_gateway_killed_mid_run_leaves_an_unknown_run_that_never_fires_again(env, fake_provider):
+    fake, db, start = env
+    from agent.config import HermesConfig
+    from cron.jobs import create_job
+
+    job = create_job(db, prompt="long report", schedule="every 1h", deliver=f"telegram:{CHAT}",
+                     cfg=HermesConfig())
+    fake_provider.queue(slow(text("never delivered"), 120))
+    gw = start()
+    make_due(db, job["id"])
+    assert fake_provider.wait_for_requests(1, timeout=60)
+    [run] = db.list_cron_runs(job["id"])
+    assert run["status"] == "running"
+    gw.stop(signal.SIGKILL)
+
+    start()
+    wait_until(lambda: db.get_cron_run(run["id"])["status"] == "unknown", what="the run to become unknown")
+    assert "not re-run" in db.get_cron_run(run["id"])["note"]
+    fake_provider.queue(text("second report"))
+    make_due(db, job["id"])  # the next occurrence comes
+    fake.wait_for_sent(CHAT, 1)
+    assert fake.sent_texts(CHAT) == ["⏰ long report\n\nsecond report"]
+    runs = finished_runs(db, job["id"], 2)
+    assert sorted(r["status"] for r in runs) == ["ok", "unknown"]
+    assert len(fake_provider.requests) == 2  # the killed occurrence was not fired again
