@@ -25,6 +25,14 @@ class JobError(ValueError):
     """Bad input or an unknown job; the message says what to do instead."""
 
 
+class JobNotFound(JobError):
+    """No job has that id or name."""
+
+
+class AmbiguousJob(JobError):
+    """Several jobs share that name; the message lists their ids."""
+
+
 def _clean_prompt(prompt: Any) -> str:
     if not isinstance(prompt, str) or not prompt.strip():
         raise JobError("the prompt is empty: say what the job should do")
@@ -157,8 +165,8 @@ def resolve_job(db: Any, ref: Any) -> dict[str, Any]:
         return matches[0]
     if matches:
         listed = ", ".join(f"{j['id']} ({j['schedule']})" for j in matches)
-        raise JobError(f"the name {ref!r} matches {len(matches)} jobs: {listed}; use the id")
-    raise JobError(f"no job with id or name {ref!r}; `hermes cron list` shows them")
+        raise AmbiguousJob(f"the name {ref!r} matches {len(matches)} jobs: {listed}; use the id")
+    raise JobNotFound(f"no job with id or name {ref!r}; `hermes cron list` shows them")
 
 
 def update_job(db: Any, ref: Any, *, cfg: Any = None, now: Optional[float] = None,

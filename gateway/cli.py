@@ -194,18 +194,18 @@ async def _serve(args: argparse.Namespace, cfg: Any) -> int:
     platforms = [a.name for a in adapters] + (["api_server"] if api else [])
     started = time.time()
     from agent.mcp.manager import shutdown_servers, start_servers
+    from cron.api import jobs_api
+    from cron.delivery import adapter_sender, bot_api_sender
+    from cron.scheduler import Scheduler
 
     # one set of MCP servers per process, shared by every session; agents wait for them at their
     # first turn (up to connect_timeout), never at start-up
     start_servers(cfg)  # its news goes to the `hermes.mcp` logger, so into gateway.log
+    scheduler = Scheduler(db, cfg, sender=adapter_sender(runner.adapters, loop, bot_api_sender(cfg)))
     await runner.start()
     if api is not None:
-        await api.start()
+        await api.add_routes(jobs_api(scheduler)).start()
     address = f"http://{api.host}:{api.port}" if api else None
-    from cron.delivery import adapter_sender, bot_api_sender
-    from cron.scheduler import Scheduler
-
-    scheduler = Scheduler(db, cfg, sender=adapter_sender(runner.adapters, loop, bot_api_sender(cfg)))
     cron_task = asyncio.ensure_future(scheduler.serve(stop))
 
     def status(state: str) -> None:

@@ -2,14 +2,10 @@
 runs answered by the loopback provider."""
 from __future__ import annotations
 
-import os
-import queue
-import signal
-import subprocess
-import sys
-import threading
+import json
 import time
-from pathlib import Path
+import urllib.error
+import urllib.request
 from typing import Any, Callable
 
 import pytest
@@ -17,10 +13,11 @@ import pytest
 from gateway.cli import gateway_main
 from hermes_state import SessionDB
 from tests.fake_provider import error, slow, text
+from tests.gateway.conftest import GatewayProcess
 from tests.gateway.fake_telegram import FakeTelegram
 
-REPO = Path(__file__).resolve().parents[2]
 CHAT = 1001
+API_KEY = "cron-test-key-0123456789abcdef"
 
 
 def wait_until(pred: Callable[[], Any], timeout: float = 60, what: str = "condition") -> Any:
@@ -33,41 +30,17 @@ def wait_until(pred: Callable[[], Any], timeout: float = 60, what: str = "condit
     raise AssertionError(f"timed out waiting for {what}")
 
 
-class Gateway:
-    def __init__(self, home: Path, provider_url: str, fake: FakeTelegram) -> None:
-        env = dict(os.environ, HERMES_HOME=str(home), OPENAI_BASE_URL=provider_url, OPENAI_API_KEY="test-key",
-                   HERMES_MODEL="fake-model", PYTHONPATH=str(REPO), TELEGRAM_BOT_TOKEN=fake.token,
-                   TELEGRAM_BASE_URL=fake.base_url, TELEGRAM_ALLOWED_USERS=str(CHAT))
-        self.proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "run"], cwd=REPO, env=env,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        lines: "queue.Queue[str]" = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(x) for x in self.proc.stdout], daemon=True).start()  # type: ignore[union-attr]
-        assert lines.get(timeout=90).startswith("READY")
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            self.proc.wait(timeout=60)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-
-
 @pytest.fixture
-def env(hermes_home, fake_provider):
+def env(hermes_home, gateway_process):
     (hermes_home / "config.yaml").write_text("cron:\n  tick_interval: 0.2\n  run_timeout: 60\n")
     fake = FakeTelegram().start()
-    gateways: list[Gateway] = []
 
-    def start() -> Gateway:
-        gateways.append(Gateway(hermes_home, fake_provider.base_url, fake))
-        return gateways[-1]
+    def start() -> GatewayProcess:
+        return gateway_process(TELEGRAM_BOT_TOKEN=fake.token, TELEGRAM_BASE_URL=fake.base_url,
+                               TELEGRAM_ALLOWED_USERS=str(CHAT), API_SERVER_KEY=API_KEY)
 
     db = SessionDB(hermes_home / "state.db")
     yield fake, db, start
-    for gw in gateways:
-        gw.stop()
     db.close()
     fake.stop()
 
@@ -159,7 +132,8 @@ def test_a_gateway_killed_mid_run_leaves_an_unknown_run_that_never_fires_again(e
     assert fake_provider.wait_for_requests(1, timeout=60)
     [run] = db.list_cron_runs(job["id"])
     assert run["status"] == "running"
-    gw.stop(signal.SIGKILL)
+    gw.proc.kill()
+    gw.proc.wait(30)
 
     start()
     wait_until(lambda: db.get_cron_run(run["id"])["status"] == "unknown", what="the run to become unknown")
@@ -171,3 +145,56 @@ def test_a_gateway_killed_mid_run_leaves_an_unknown_run_that_never_fires_again(e
     runs = finished_runs(db, job["id"], 2)
     assert sorted(r["status"] for r in runs) == ["ok", "unknown"]
     assert len(fake_provider.requests) == 2  # the killed occurrence was not fired again
+
+
+def api(gw: GatewayProcess, method: str, path: str, body: Any = None, key: str = API_KEY) -> tuple[int, Any]:
+    headers = {"Authorization": f"Bearer {key}"}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    req = urllib.request.Request(gw.api + path, method=method, headers=headers,
+                                 data=None if body is None else json.dumps(body).encode())
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_jobs_api(env, fake_provider):
+    _fake, db, start = env
+    gw = start()
+    status, job = api(gw, "POST", "/api/jobs", {"schedule": "every 1h", "prompt": "status report",
+                                                "name": "report"})
+    assert status == 201 and job["schedule"] == "every 1h" and job["deliver"] == "local"
+    status, listed = api(gw, "GET", "/api/jobs")
+    assert status == 200 and [j["id"] for j in listed["data"]] == [job["id"]]
+    status, got = api(gw, "GET", "/api/jobs/report")
+    assert status == 200 and got["id"] == job["id"] and got["recent_runs"] == []
+    status, patched = api(gw, "PATCH", f"/api/jobs/{job['id']}", {"schedule": "0 9 * * *", "repeat": 5})
+    assert status == 200 and (patched["schedule"], patched["repeat"]) == ("0 9 * * *", 5)
+    assert api(gw, "POST", f"/api/jobs/{job['id']}/pause")[1]["state"] == "paused"
+    assert api(gw, "POST", f"/api/jobs/{job['id']}/resume")[1]["state"] == "scheduled"
+
+    fake_provider.queue(text("all systems nominal"))
+    status, started = api(gw, "POST", f"/api/jobs/{job['id']}/run")
+    assert status == 202 and started["status"] == "running"
+    [run] = finished_runs(db, job["id"], 1)
+    assert run["id"] == started["id"] and run["status"] == "ok"
+    assert api(gw, "GET", f"/api/jobs/{job['id']}")[1]["recent_runs"][0]["status"] == "ok"
+
+    for body, words in (({"schedule": "30m", "prompt": "x"}, "ambiguous"),
+                        ({"schedule": "every 1h", "prompt": "x", "colour": "red"}, "Unknown field(s): colour"),
+                        ({"schedule": "2020-01-01T00:00", "prompt": "x"}, "in the past")):
+        status, err = api(gw, "POST", "/api/jobs", body)
+        assert status == 400 and words in err["error"]["message"], err
+    assert api(gw, "GET", "/api/jobs/ghost")[0] == 404
+    for _ in range(2):
+        api(gw, "POST", "/api/jobs", {"schedule": "in 2h", "prompt": "x", "name": "twin"})
+    status, err = api(gw, "POST", "/api/jobs/twin/run")
+    assert status == 409 and "use the id" in err["error"]["message"]
+    assert api(gw, "GET", "/api/jobs", key="wrong-key-0123456789abcdef")[0] == 401
+    status, gone = api(gw, "DELETE", f"/api/jobs/{job['id']}")
+    assert status == 200 and gone == {"id": job["id"], "object": "job", "deleted": True}
+    assert api(gw, "GET", f"/api/jobs/{job['id']}")[0] == 404
+    endpoints = api(gw, "GET", "/v1/capabilities")[1]["endpoints"]
+    assert endpoints["jobs_run"] == {"method": "POST", "path": "/api/jobs/{job_id}/run"}
