@@ -1127,8 +1127,9 @@ class SessionDB:
             c.execute(ins, (job["id"], missed, "schedule", "missed", None, None, None, now, None,
                             None, "no scheduler was running at this time"))
         sid = new_session_id()
-        won = c.execute(ins, (job["id"], due["fire_at"], "schedule", "running", holder, now, now,
-                              None, sid, None, due.get("note"))).rowcount == 1
+        cur = c.execute(ins, (job["id"], due["fire_at"], "schedule", "running", holder, now, now,
+                              None, sid, None, due.get("note")))
+        won = cur.rowcount == 1
         count = int(job.get("run_count") or 0) + won
         nxt = due.get("next_run_at")
         done = nxt is None or (job.get("repeat") is not None and count >= int(job["repeat"]))
@@ -1138,9 +1139,7 @@ class SessionDB:
                    job["id"], job["next_run_at"]))
         if not won:
             return None
-        run_id = c.execute("SELECT id FROM cron_runs WHERE job_id = ? AND scheduled_at = ?",
-                           (job["id"], due["fire_at"])).fetchone()[0]
-        return dict(job, run_id=run_id, scheduled_at=due["fire_at"], session_id=sid,
+        return dict(job, run_id=int(cur.lastrowid), scheduled_at=due["fire_at"], session_id=sid,
                     trigger="schedule", run_count=count)
 
     def claim_manual_cron_run(self, job_id: str, now: float, holder: str) -> Optional[dict[str, Any]]:

@@ -57,10 +57,9 @@ def _clean_name(name: Any, prompt: str) -> str:
 def _clean_repeat(repeat: Any, schedule: Schedule) -> Optional[int]:
     if repeat is None or repeat == "":
         return None
-    try:
-        n = int(repeat)
-    except (TypeError, ValueError):
-        raise JobError(f"repeat must be a whole number of runs, not {repeat!r}") from None
+    if isinstance(repeat, bool) or not (isinstance(repeat, int) or str(repeat).strip().isdigit()):
+        raise JobError(f"repeat must be a whole number of runs, not {repeat!r}")
+    n = int(repeat)
     if n < 1:
         raise JobError("repeat must be at least 1 (leave it out to repeat forever)")
     if not schedule.repeats and n > 1:

@@ -9,12 +9,14 @@ seconds, so hosts in different zones agree on every occurrence.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
+import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 Kind = Literal["cron", "every", "once"]
@@ -64,9 +66,14 @@ def _unit(n: str, unit: str) -> tuple[int, str]:
     return int(n), unit[0].lower()
 
 
-def _check_cron(expr: str) -> None:
+@functools.lru_cache(maxsize=512)
+def _cron_valid(expr: str) -> bool:
     from croniter import croniter
 
+    return bool(croniter.is_valid(expr))
+
+
+def _check_cron(expr: str) -> None:
     fields = expr.split()
     if not fields or not (expr.startswith("@") or any(c.isdigit() or c == "*" for c in fields[0])):
         raise ScheduleError(f"can't read schedule {expr!r}: use {EXAMPLES}")
@@ -76,7 +83,7 @@ def _check_cron(expr: str) -> None:
         hint = " (seconds are not supported)" if len(fields) == 6 else ""
         raise ScheduleError(f"can't read schedule {expr!r}{hint}: a cron expression has 5 fields "
                             f"(minute hour day-of-month month day-of-week); or use {EXAMPLES}")
-    if not croniter.is_valid(expr):
+    if not _cron_valid(expr):
         raise ScheduleError(f"{expr!r} is not a valid cron expression (minute hour day-of-month month "
                             "day-of-week, e.g. '0 8 * * 1-5' = weekdays at 8:00)")
 
@@ -211,16 +218,30 @@ def get_zone(name: Optional[str]) -> ZoneInfo:
 
 # -- occurrences -----------------------------------------------------------------------------
 
-def _cron_next(expr: str, after: float, tz: ZoneInfo) -> float:
+_iterators: dict[str, Any] = {}  # expression -> croniter: parsing an expression costs more than a step
+_iterators_lock = threading.Lock()
+
+
+def _cron_step(expr: str, start: float, tz: ZoneInfo, backwards: bool = False) -> float:
     from croniter import croniter
 
-    return float(croniter(expr, datetime.fromtimestamp(after, tz)).get_next(float))
+    when = datetime.fromtimestamp(start, tz)
+    with _iterators_lock:
+        it = _iterators.get(expr)
+        if it is None:
+            if len(_iterators) >= 512:
+                _iterators.clear()
+            it = _iterators[expr] = croniter(expr, when)
+        it.set_current(when, force=True)
+        return float(it.get_prev(float) if backwards else it.get_next(float))
+
+
+def _cron_next(expr: str, after: float, tz: ZoneInfo) -> float:
+    return _cron_step(expr, after, tz)
 
 
 def _cron_prev(expr: str, upto: float, tz: ZoneInfo) -> float:
-    from croniter import croniter
-
-    return float(croniter(expr, datetime.fromtimestamp(upto + 1, tz)).get_prev(float))
+    return _cron_step(expr, upto + 1, tz, backwards=True)
 
 
 def first_run(schedule: Schedule, now: float, tz: ZoneInfo) -> float:

@@ -113,8 +113,10 @@ class Scheduler:
         self.tick_interval = float(c.tick_interval)
         self._pool = ThreadPoolExecutor(max_workers=max_parallel or c.max_parallel,
                                         thread_name_prefix="cron")
+        self.beat_interval = min(self.tick_interval, self.stale_after / 4)
         self._running: dict[int, Future[runner.RunOutcome]] = {}
         self._lock = threading.Lock()
+        self._beating: Optional[threading.Thread] = None
         self.cancel = threading.Event()
         self.last_tick_at: Optional[float] = None
         self.next_due: Optional[dict[str, Any]] = None
@@ -142,8 +144,7 @@ class Scheduler:
         return claimed
 
     def reap(self, now: float) -> int:
-        """Mark ``unknown`` the runs whose claimer is gone; refresh our own heartbeats."""
-        self.db.heartbeat_cron_runs(self.holder, now)
+        """Mark ``unknown`` the runs whose claimer is gone (never ours)."""
         dead = []
         for run in self.db.running_cron_runs():
             if run["claimed_by"] == self.holder:
@@ -162,12 +163,29 @@ class Scheduler:
                                 home=self.home, timeout=self.timeout, cancel=self.cancel)
         with self._lock:
             self._running[run["run_id"]] = fut
+            if self._beating is None:
+                self._beating = threading.Thread(target=self._beat, name="cron-heartbeat", daemon=True)
+                self._beating.start()
         fut.add_done_callback(lambda _f, rid=run["run_id"]: self._forget(rid))
         return fut
 
     def _forget(self, run_id: int) -> None:
         with self._lock:
             self._running.pop(run_id, None)
+
+    def _beat(self) -> None:
+        """While this process has runs, tell the store it is alive (other hosts cannot see our
+        pid; a run without a heartbeat for ``cron.stale_after`` seconds becomes ``unknown``)."""
+        while True:
+            with self._lock:
+                if not self._running:
+                    self._beating = None
+                    return
+            try:
+                self.db.heartbeat_cron_runs(self.holder)
+            except Exception as exc:  # noqa: BLE001 - try again at the next beat
+                log.warning("cron heartbeat failed: %s", exc)
+            time.sleep(self.beat_interval)
 
     def run_now(self, job: dict[str, Any], now: Optional[float] = None
                 ) -> tuple[dict[str, Any], Future[runner.RunOutcome]]:
@@ -184,7 +202,7 @@ class Scheduler:
             return len(self._running)
 
     def wait(self, timeout: Optional[float] = None) -> bool:
-        """Block until every started run has finished, heartbeating meanwhile; False on timeout."""
+        """Block until every started run has finished; False on timeout."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             with self._lock:
@@ -196,10 +214,6 @@ class Scheduler:
                 return False
             step = self.tick_interval if left is None else min(self.tick_interval, left)
             wait_futures(futures, timeout=step, return_when=FIRST_COMPLETED)
-            try:
-                self.db.heartbeat_cron_runs(self.holder)
-            except Exception as exc:  # noqa: BLE001
-                log.warning("cron heartbeat failed: %s", exc)
 
     def shutdown(self, drain_timeout: float = 0.0) -> None:
         """Let running runs finish for ``drain_timeout`` seconds, then interrupt them."""
