@@ -34,11 +34,19 @@ class AmbiguousJob(JobError):
 
 
 def _clean_prompt(prompt: Any) -> str:
+    """A prompt runs unattended, again and again: one that looks like prompt injection or secret
+    exfiltration (``agent.injection``, as for memory) is refused, not stored."""
+    from agent.injection import scan
+
     if not isinstance(prompt, str) or not prompt.strip():
         raise JobError("the prompt is empty: say what the job should do")
     prompt = prompt.strip()
     if len(prompt) > MAX_PROMPT_CHARS:
         raise JobError(f"the prompt is {len(prompt):,} characters; the limit is {MAX_PROMPT_CHARS:,}")
+    reason = scan(prompt)
+    if reason:
+        raise JobError(f"the prompt contains {reason}; scheduled prompts run unattended, so it was "
+                       "not saved. Rephrase it without that")
     return prompt
 
 

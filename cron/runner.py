@@ -21,7 +21,7 @@ from cron.schedule import ScheduleError, format_time, get_zone
 
 log = logging.getLogger("hermes.cron")
 
-DISABLED_TOOLSETS = ["cronjob", "delegation", "memory"]
+NO_TOOLSETS = ("cronjob", "delegation")  # a run never schedules jobs or delegates (memory: off on "cron")
 INTERRUPT_GRACE = 15.0  # seconds an interrupted agent gets to stop before the run is recorded
 
 
@@ -69,11 +69,15 @@ def make_agent(run: dict[str, Any], cfg: Any, db: Any) -> Any:
     from agent.config import resolve_provider
     from run_agent import AIAgent
 
+    from tools.registry import toolset_names
+
     ps = resolve_provider(cfg)
+    known = toolset_names()
     return AIAgent(base_url=ps.base_url, api_key=ps.api_key, model=ps.model, provider=ps.provider,
                    context_length=ps.context_length, config=cfg, platform="cron", session_db=db,
                    session_id=run.get("session_id"), quiet_mode=True, skip_memory=True,
-                   disabled_toolsets=list(DISABLED_TOOLSETS), max_iterations=cfg.agent.max_turns,
+                   disabled_toolsets=[t for t in NO_TOOLSETS if t in known],
+                   max_iterations=cfg.agent.max_turns,
                    cwd=run.get("workdir") or None)
 
 
