@@ -68,7 +68,6 @@ def make_agent(run: dict[str, Any], cfg: Any, db: Any) -> Any:
     """A fresh agent for one run, in the run's pre-chosen session."""
     from agent.config import resolve_provider
     from run_agent import AIAgent
-
     from tools.registry import toolset_names
 
     ps = resolve_provider(cfg)

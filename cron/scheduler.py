@@ -29,10 +29,8 @@ from cron.schedule import Schedule, ScheduleError, get_zone, plan_due
 log = logging.getLogger("hermes.cron")
 
 _BOOT = secrets.token_hex(4)  # this process's incarnation: a reused pid is not the old claimer
-_active: Optional["Scheduler"] = None
-
-
-_local: Optional["Scheduler"] = None
+_active: Optional["Scheduler"] = None  # the one serving in this process (the gateway's)
+_local: Optional["Scheduler"] = None  # runs requested by hand where nothing serves
 _local_lock = threading.Lock()
 
 
@@ -216,11 +214,18 @@ class Scheduler:
             wait_futures(futures, timeout=step, return_when=FIRST_COMPLETED)
 
     def shutdown(self, drain_timeout: float = 0.0) -> None:
-        """Let running runs finish for ``drain_timeout`` seconds, then interrupt them."""
+        """Let running runs finish for ``drain_timeout`` seconds, then interrupt them; claimed
+        runs still queued for a worker are recorded ``interrupted`` (they are not re-run)."""
+        with self._lock:
+            queued = dict(self._running)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for run_id, fut in queued.items():
+            if fut.cancelled():
+                self.db.finish_cron_run(run_id, "interrupted",
+                                        error="the process stopped before this run started")
         if not self.wait(drain_timeout):
             self.cancel.set()
             self.wait(runner.INTERRUPT_GRACE + 5)
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
     # -- the gateway's loop -----------------------------------------------------------------
     async def serve(self, stop: asyncio.Event) -> None:

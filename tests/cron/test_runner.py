@@ -131,3 +131,17 @@ def test_a_long_run_keeps_its_heartbeat(db, provider_env):
     assert fut.result(timeout=60).status == "ok"
     sched.shutdown()
     assert delivery.is_silent(" [SILENT] ")
+
+
+def test_shutdown_interrupts_running_runs_and_records_queued_ones(db, provider_env):
+    job = create_job(db, prompt="slow", schedule="every 1h", cfg=HermesConfig())
+    provider_env.queue(slow(text("late"), 60))
+    sched = Scheduler(db, HermesConfig(), sender=Recorder(), max_parallel=1)
+    first, fut1 = sched.run_now(job)
+    second, fut2 = sched.run_now(job)  # waits for the only worker
+    assert provider_env.wait_for_requests(1, timeout=60)
+    sched.shutdown(drain_timeout=0.2)
+    assert fut1.result(timeout=30).status == "interrupted" and fut2.cancelled()
+    assert db.get_cron_run(first["run_id"])["status"] == "interrupted"
+    queued = db.get_cron_run(second["run_id"])
+    assert queued["status"] == "interrupted" and "before this run started" in queued["error"]
