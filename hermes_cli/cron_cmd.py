@@ -74,14 +74,12 @@ def run(args: argparse.Namespace) -> int:
 # -- actions ---------------------------------------------------------------------------------
 
 def _list(args: argparse.Namespace, db: Any, cfg: Any) -> int:
-    from cron.views import job_view
+    from cron.views import job_lines, job_view
 
     jobs = db.list_cron_jobs()
-    if getattr(args, "json", False):
+    if getattr(args, "json", False):  # bare `hermes cron` lists too
         print(json.dumps([job_view(j) for j in jobs], indent=1, ensure_ascii=False))
         return 0
-    from cron.views import job_lines
-
     for line in job_lines(jobs):
         print(line)
     return 0
@@ -94,8 +92,8 @@ def _fields(args: argparse.Namespace) -> dict[str, Any]:
 
 def _create(args: argparse.Namespace, db: Any, cfg: Any) -> int:
     from cron.jobs import create_job
-    from cron.views import describe_job, job_view
     from cron.schedule import split_schedule
+    from cron.views import describe_job, job_view
 
     schedule, prompt = args.schedule, args.prompt
     words = list(args.words or [])

@@ -43,6 +43,7 @@ def test_create_list_edit_pause_resume_remove(hermes, hermes_home):
     assert listed[1]["repeat"] == 5 and listed[1]["next_run_at"].endswith("Z")
     table = hermes("cron", "list", env=dict(hermes.env, TERM="dumb")).stdout
     assert table.splitlines()[0].split()[:3] == ["ID", "NAME", "SCHEDULE"] and "\x1b" not in table
+    assert hermes("cron").stdout == table  # the bare group lists
 
     edited = hermes("cron", "edit", "inbox", "--schedule", "every 2h", "--prompt", "check mail")
     assert edited.returncode == 0 and "every 2h" in edited.stdout
