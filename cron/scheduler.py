@@ -15,7 +15,6 @@ import asyncio
 import logging
 import os
 import secrets
-import socket
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
@@ -64,15 +63,18 @@ def run_once(db: Any, cfg: Any, job: dict[str, Any],
 
 
 def holder_id() -> str:
-    return f"host={socket.gethostname()}:pid={os.getpid()}:boot={_BOOT}"
+    """Who claimed a run: this host (``hermes_state.machine_id``), pid and incarnation."""
+    from hermes_state import machine_id
+
+    return f"host={machine_id()}:pid={os.getpid()}:boot={_BOOT}"
 
 
 def claimer_is_dead(holder: str) -> bool:
     """Provably gone: an earlier incarnation of our own pid, or a pid gone from this host."""
-    from hermes_state import holder_is_dead
+    from hermes_state import holder_is_dead, machine_id
 
     fields = dict(p.split("=", 1) for p in (holder or "").split(":") if "=" in p)
-    if fields.get("host") == socket.gethostname() and fields.get("pid") == str(os.getpid()):
+    if fields.get("host") == machine_id() and fields.get("pid") == str(os.getpid()):
         return fields.get("boot") != _BOOT
     return holder_is_dead(holder)
 

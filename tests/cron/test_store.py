@@ -13,7 +13,7 @@ from agent.config import HermesConfig
 from cron import scheduler
 from cron.jobs import JobError, create_job, pause_job, remove_job, resolve_job, resume_job, update_job
 from cron.scheduler import Scheduler, plan
-from hermes_state import SessionDB
+from hermes_state import SessionDB, machine_id
 
 CFG = HermesConfig.model_validate({"timezone": "Europe/Paris"})
 NOW = 1_800_000_000.0
@@ -197,7 +197,7 @@ def _dead_pid() -> int:
 def test_runs_of_dead_claimers_become_unknown(db):
     sched = Scheduler(db, CFG)
     job = make(db, schedule="every 10m", now=NOW - 600)
-    host = os.uname().nodename
+    host = machine_id()
     holders = {
         "dead": f"host={host}:pid={_dead_pid()}:boot=x",
         "old-me": f"host={host}:pid={os.getpid()}:boot=earlier",
