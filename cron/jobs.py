@@ -17,7 +17,6 @@ from cron.schedule import Schedule, ScheduleError, first_run, get_zone, parse_sc
 
 MAX_PROMPT_CHARS = 20_000
 MAX_NAME_CHARS = 80
-_SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 EDITABLE = ("name", "prompt", "schedule", "deliver", "repeat", "skills", "workdir")
 
 
@@ -83,12 +82,16 @@ def _clean_skills(skills: Any) -> list[str]:
         skills = [s for s in re.split(r"[,\s]+", skills) if s]
     if not isinstance(skills, (list, tuple)):
         raise JobError("skills must be a list of skill names")
+    from agent.skills.format import name_problem
+
     out: list[str] = []
     for s in skills:
-        if not isinstance(s, str) or not _SKILL_NAME.match(s.strip()):
-            raise JobError(f"{s!r} is not a skill name (letters, digits, '.', '_', '-')")
-        if s.strip() not in out:
-            out.append(s.strip())
+        s = s.strip() if isinstance(s, str) else s
+        problem = name_problem(s)
+        if problem:
+            raise JobError(f"skills: {problem}")
+        if s not in out:
+            out.append(s)
     return out
 
 

@@ -42,24 +42,23 @@ def run_note(job: dict[str, Any]) -> str:
             f"there is nothing worth reporting, reply exactly {delivery.SILENT} and nothing is sent.]")
 
 
-def find_skill(home: Path, name: str) -> Optional[Path]:
-    """``HERMES_HOME/skills/[<category>/…]<name>/SKILL.md`` (the first found, shallowest first)."""
-    root = home / "skills"
-    if not root.is_dir():
-        return None
-    found = sorted(root.glob(f"**/{name}/SKILL.md"), key=lambda p: len(p.parts))
-    return found[0] if found else None
-
-
-def build_prompt(job: dict[str, Any], home: Path) -> str:
-    """Note + attached skills + the job's prompt; a missing skill raises ``LookupError``."""
+def build_prompt(job: dict[str, Any], home: Path, cfg: Any = None) -> str:
+    """Note + attached skills (found like ``/<skill>`` finds them) + the job's prompt; a skill
+    that is not installed raises ``LookupError``."""
     parts = [run_note(job)]
-    for name in job.get("skills") or []:
-        path = find_skill(home, name)
-        if path is None:
-            raise LookupError(f"skill {name!r} is not installed (no {home}/skills/**/{name}/SKILL.md); "
-                              f"install it, or drop it with `hermes cron edit {job['id']} --skill ...`")
-        parts.append(f"[Skill {name}]\n{path.read_text(encoding='utf-8', errors='replace').strip()}")
+    if job.get("skills"):
+        from agent.skills import invoke, loader
+        from agent.skills.bundled import catalog
+
+        skills = catalog(home, cfg)
+        for name in job["skills"]:
+            skill = invoke.find(skills, name)
+            if skill is None:
+                raise LookupError(f"skill {name!r} is not installed (`hermes skills list` shows "
+                                  f"them); install it, or drop it with `hermes cron edit "
+                                  f"{job['id']} --skill ...`")
+            text = loader.read_text(skill.skill_md).strip()
+            parts.append(f"[Skill {skill.name}]\n{text}\n[End of skill {skill.name}]")
     parts.append(str(job.get("prompt") or ""))
     return "\n\n".join(parts)
 
@@ -185,8 +184,8 @@ def execute(run: dict[str, Any], *, db: Any, cfg: Any, sender: delivery.Sender, 
 def _run_agent(run: dict[str, Any], *, db: Any, cfg: Any, home: Path, timeout: float,
                cancel: Optional[threading.Event]) -> RunOutcome:
     try:
-        prompt = build_prompt(run, home)
-    except (LookupError, OSError) as exc:
+        prompt = build_prompt(run, home, cfg)
+    except (LookupError, OSError, ValueError) as exc:  # ValueError: a SKILL.md that is not UTF-8
         return RunOutcome("failed", error=str(exc))
     agent = make_agent(run, cfg, db)
     try:
