@@ -102,7 +102,9 @@ def test_413_until_the_request_shrinks_recovers(make_agent, fake_provider, herme
 
 
 def test_context_overflow_teaches_the_real_limit(make_agent, fake_provider, hermes_home):
-    agent = make_agent()
+    # a few tools: at a 3,000-token window the history, not the fixed prompt (every default
+    # toolset is ~2,600 tokens), must be what compression can shrink
+    agent = make_agent(enabled_toolsets=["terminal", "file"])
     _fill(agent, 30, size=600)
     limit = 3000
     overflows = []
