@@ -111,7 +111,6 @@ def _m4_api_responses(c: sqlite3.Connection) -> None:
     c.execute("CREATE INDEX IF NOT EXISTS idx_api_responses_session ON api_responses(session_id)")
 
 
-
 def _m5_cron(c: sqlite3.Connection) -> None:
     # Scheduled jobs (SPEC §12). Every occurrence a scheduler fires or skips is one cron_runs row,
     # unique per (job_id, scheduled_at): the row IS the claim, so no two schedulers (processes,
