@@ -303,7 +303,11 @@ def _cmd_status(args: argparse.Namespace) -> int:
             line += f", last error: {data['error']}"
         print(line)
         print(f"log: {hermes_home() / 'logs' / 'gateway.log'}")
-    return 0 if data and data.get("state") in ("running", "draining") else 1
+    if data and data.get("state") in ("running", "draining"):
+        return 0
+    print(f"hermes gateway: not running ({(data or {}).get('state') or 'never started here'}); "
+          "start it with `hermes gateway run`", file=sys.stderr)
+    return 1
 
 
 def _cron_status(cron: Optional[dict[str, Any]]) -> str:
@@ -330,7 +334,9 @@ def _cron_status(cron: Optional[dict[str, Any]]) -> str:
 
 
 def gateway_main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="hermes gateway", description="Run the messaging gateway and API server.")
+    from hermes_cli.parsing import OneLineParser
+
+    parser = OneLineParser(prog="hermes gateway", description="Run the messaging gateway and API server.")
     sub = parser.add_subparsers(dest="cmd", required=True)
     run = sub.add_parser("run", help="run in the foreground (logs to HERMES_HOME/logs/gateway.log)")
     run.add_argument("--api-server", action="store_true", help="enable the OpenAI-compatible API server")
@@ -349,7 +355,9 @@ def gateway_main(argv: Optional[list[str]] = None) -> int:
 def pairing_main(argv: Optional[list[str]] = None) -> int:
     from gateway.access import CODE_TTL_SECONDS, PairingStore
 
-    parser = argparse.ArgumentParser(prog="hermes pairing", description="Admit chat users who sent a pairing code.")
+    from hermes_cli.parsing import OneLineParser
+
+    parser = OneLineParser(prog="hermes pairing", description="Admit chat users who sent a pairing code.")
     sub = parser.add_subparsers(dest="cmd", required=True)
     ap = sub.add_parser("approve", help="admit the user behind a pairing code")
     ap.add_argument("platform")

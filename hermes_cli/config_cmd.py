@@ -150,7 +150,9 @@ def cmd_show(out=sys.stdout) -> int:
     return 0
 
 
-def cmd_get(key: str, out=sys.stdout) -> int:
+def cmd_get(key: str, out=sys.stdout, err=sys.stderr) -> int:
+    """The value alone on stdout, for scripts: scalars as text (`true`/`false`, an empty line when
+    unset), lists and mappings as YAML; a secret masked (where it comes from goes to stderr)."""
     import yaml
 
     raw = read_raw_config()
@@ -160,7 +162,9 @@ def cmd_get(key: str, out=sys.stdout) -> int:
         in_yaml = get_dotted(raw, key)
         if not val and in_yaml is not _MISSING:
             val = in_yaml
-        out.write(f"{mask(val)}  (secret, from {var})\n" if val else f"(not set; `hermes config set {key} VALUE` stores it in .env)\n")
+        out.write((mask(val) if val else "") + "\n")
+        err.write(f"(secret, from {var})\n" if val else
+                  f"(not set; `hermes config set {key} VALUE` stores it in .env)\n")
         return 0
     value = get_dotted(parse_config(raw, str(config_path())).model_dump(), key)
     if value is _MISSING:
@@ -170,7 +174,7 @@ def cmd_get(key: str, out=sys.stdout) -> int:
     if isinstance(value, (dict, list)):
         out.write(yaml.safe_dump(_masked_tree(value, key + "."), sort_keys=False))
     else:
-        out.write(("null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)) + "\n")
+        out.write(("" if value is None else str(value).lower() if isinstance(value, bool) else str(value)) + "\n")
     return 0
 
 

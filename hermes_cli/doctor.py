@@ -185,7 +185,8 @@ def check_skills(cfg: Any) -> Check:
                                          if cat.skipped else ""))
 
 
-def run(args: Any = None, out: TextIO = sys.stdout) -> int:
+def run(args: Any = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """The checks on stdout; when any failed, one line on stderr naming them, and exit 1."""
     checks: list[Check] = []
     c, cfg = check_config()
     checks.append(c)
@@ -200,6 +201,10 @@ def run(args: Any = None, out: TextIO = sys.stdout) -> int:
     checks.append(check_skills(cfg))
     for ch in checks:
         out.write(ch.line() + "\n")
-    failed = sum(ch.mark == FAIL for ch in checks)
-    out.write(f"{failed} problem{'s' if failed != 1 else ''} found\n" if failed else "all good\n")
-    return 1 if failed else 0
+    failed = [ch.name for ch in checks if ch.mark == FAIL]
+    if not failed:
+        out.write("all good\n")
+        return 0
+    err.write(f"hermes doctor: {len(failed)} problem{'s' if len(failed) != 1 else ''} found "
+              f"({', '.join(failed)}); each ✗ line says how to fix it\n")
+    return 1

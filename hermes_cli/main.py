@@ -11,14 +11,7 @@ import os
 import sys
 from typing import Any, Optional
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
+from hermes_cli.parsing import OneLineParser, VersionAction, positive_int
 
 
 def _add_agent_flags(p: argparse.ArgumentParser, sub: bool) -> None:
@@ -34,16 +27,17 @@ def _add_agent_flags(p: argparse.ArgumentParser, sub: bool) -> None:
     p.add_argument("-r", "--resume", metavar="ID", help="continue a session by id, id prefix or title", **d)
     p.add_argument("-c", "--continue", dest="continue_last", action="store_true",
                    help="continue the most recent cli session", **dflag)
-    p.add_argument("--max-turns", type=_positive_int, metavar="N", help="cap on model calls per message", **d)
+    p.add_argument("--max-turns", type=positive_int, metavar="N", help="cap on model calls per message", **d)
     p.add_argument("--yolo", action="store_true", help="run dangerous commands without asking", **dflag)
     p.add_argument("--debug", action="store_true", help="verbose logs and full tracebacks", **dflag)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="hermes", description="A self-hosted AI agent. With no command: an interactive chat.",
         epilog="`hermes COMMAND --help` describes each command.")
     _add_agent_flags(p, sub=False)
+    p.add_argument("--version", action=VersionAction)
     p.add_argument("-z", metavar="MSG", dest="oneshot_quiet",
                    help="answer one message; print only the final answer")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -188,11 +182,13 @@ def main(argv: Optional[list[str]] = None) -> int:
         return (gateway_cli.gateway_main if argv[0] == "gateway" else gateway_cli.pairing_main)(argv[1:])
     args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False))
-    if debug:
-        import logging
+    import logging
 
+    if debug:
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr,
                             format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    else:  # stderr belongs to the user (and to scripts: one line on failure); logs are for --debug
+        logging.getLogger().addHandler(logging.NullHandler())
     try:
         return dispatch(args)
     except KeyboardInterrupt:

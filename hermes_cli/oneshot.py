@@ -31,10 +31,27 @@ def _plain_tool_line(event: dict) -> None:
         sys.stderr.flush()
 
 
-def _quiet_status(kind: str, message: str) -> None:
-    """-z keeps stderr for what needs attention: warnings, compactions, retries; not info chatter."""
-    if kind != "info":
-        _plain_status(kind, message)
+class QuietNotes:
+    """-z is for scripts: on failure stderr is exactly one line (the error). What needs attention
+    (warnings, compactions, denied commands, the local-model notice) is held and written after the
+    answer; retries are dropped (a failure after retries says so itself); info chatter never shows."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def status(self, kind: str, message: str) -> None:
+        if kind not in ("info", "retry"):
+            self.lines.append(f"⚠ {message}")
+
+    def deny(self, command: str, reason: str) -> str:
+        self.lines.append(f"hermes: denied `{command}` ({reason}): no terminal to ask; rerun with --yolo "
+                          "to allow")
+        return "deny"
+
+    def flush(self) -> None:
+        for line in self.lines:
+            sys.stderr.write(line + "\n")
+        self.lines.clear()
 
 
 def _plain_status(kind: str, message: str) -> None:
@@ -42,10 +59,13 @@ def _plain_status(kind: str, message: str) -> None:
     sys.stderr.flush()
 
 
-def _mcp_report(quiet: bool) -> Any:
-    """MCP server news on stderr: failures always (once), connections only without -z."""
+def _mcp_report(notes: Optional[QuietNotes]) -> Any:
+    """MCP server news: failures always (once; with -z held with the other notes), connections only
+    without -z."""
     def report(kind: str, line: str) -> None:
-        if kind != "info" or not quiet:
+        if notes is not None:
+            notes.status("warning" if kind != "info" else "info", line)
+        else:
             _plain_status("warning" if kind != "info" else "info", line)
 
     return report
@@ -70,14 +90,17 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
     """Run one turn. quiet=True is -z: nothing but the answer on stdout."""
     from hermes_cli.agent_factory import build_agent, local_notice, provider_settings, resolve_session_arg, open_db
 
+    notes = QuietNotes() if quiet else None
     from agent.mcp.manager import shutdown_servers, start_servers
 
     notice = local_notice(provider_settings(args, cfg))
-    if notice:
+    if notice and notes is not None:
+        notes.lines.append(notice)
+    elif notice:
         sys.stderr.write(notice + "\n")
     # MCP servers connect while the agent is built; its first turn waits for them (each up to its
     # connect_timeout), so a one-shot answer can use their tools
-    start_servers(cfg, report=_mcp_report(quiet))
+    start_servers(cfg, report=_mcp_report(notes))
     db = open_db()
     session_id = resolve_session_arg(args, db)
 
@@ -91,10 +114,10 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
 
         approval = lambda c, why: ask_approval_tty(renderer, c, why)  # noqa: E731
     else:
-        approval = _deny_without_terminal
+        approval = notes.deny if notes is not None else _deny_without_terminal
 
-    if quiet:
-        tool_cb, status_cb = None, _quiet_status
+    if notes is not None:
+        tool_cb, status_cb = None, notes.status
     elif renderer is not None:
         tool_cb, status_cb = renderer.on_tool, renderer.on_status
     else:
@@ -132,9 +155,10 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
         shutdown_servers()
     status, err = outcome(res)
     final = (res or {}).get("final_response")
-    if quiet:
+    if notes is not None:
         if status == 0:
             sys.stdout.write(str(final).strip() + "\n")
+            notes.flush()
     else:
         if streamed["any"]:
             if not streamed["nl"]:

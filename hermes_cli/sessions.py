@@ -14,6 +14,7 @@ from typing import Any, Optional, TextIO
 
 from agent.messages import content_text as _content_text
 from hermes_cli.agent_factory import CommandError, open_db
+from hermes_cli.parsing import positive_int
 
 
 def fmt_time(ts: Optional[float]) -> str:
@@ -38,6 +39,18 @@ def tool_calls_text(calls: Any) -> list[str]:
         fn = (tc or {}).get("function") or {} if isinstance(tc, dict) else {}
         out.append(f"{fn.get('name', '?')}({fn.get('arguments', '')})")
     return out
+
+
+# what `sessions list --json` gives per session (the API's session objects carry the same fields);
+# times are Unix seconds, as stored
+LIST_FIELDS = ("id", "title", "source", "model", "parent_session_id", "started_at", "updated_at",
+               "ended_at", "end_reason", "message_count", "prompt_tokens", "completion_tokens",
+               "compactions", "preview")
+
+
+def session_list_json(rows: list[dict]) -> str:
+    """`sessions list --json`: a JSON array of session objects, newest first."""
+    return json.dumps([{k: r.get(k) for k in LIST_FIELDS} for r in rows], indent=1, ensure_ascii=False)
 
 
 def session_list_lines(rows: list[dict]) -> list[str]:
@@ -121,9 +134,12 @@ def run(args: Any, out: TextIO = sys.stdout) -> int:
 
 
 def _dispatch(db: Any, action: str, args: Any, out: TextIO) -> int:
-    if action == "list":
-        rows = db.list_sessions(limit=args.limit, source=getattr(args, "source", None))
-        out.write("\n".join(session_list_lines(rows)) + "\n")
+    if action == "list":  # bare `hermes sessions` too, with the defaults
+        rows = db.list_sessions(limit=getattr(args, "limit", 30), source=getattr(args, "source", None))
+        if getattr(args, "json", False):
+            out.write(session_list_json(rows) + "\n")
+        else:
+            out.write("\n".join(session_list_lines(rows)) + "\n")
         return 0
     if action == "show":
         sid = resolve(db, args.session)
@@ -193,8 +209,9 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("sessions", help="list, show, search, export, rename, delete or prune sessions")
     ss = p.add_subparsers(dest="sessions_action", metavar="ACTION")
     pl = ss.add_parser("list", help="recent sessions, newest first")
-    pl.add_argument("--limit", type=int, default=30)
+    pl.add_argument("--limit", type=positive_int, default=30, metavar="N")
     pl.add_argument("--source", help="only sessions from this surface (cli, telegram, api, ...)")
+    pl.add_argument("--json", action="store_true", help="a JSON array of session objects")
     ps = ss.add_parser("show", help="print a session's messages")
     ps.add_argument("session", metavar="ID", help="id, id prefix or title")
     ps.add_argument("--all", action="store_true", help="include compacted messages")
@@ -202,7 +219,7 @@ def add_parser(sub: Any) -> None:
                     help="list the subagents it delegated to instead of its messages")
     pq = ss.add_parser("search", help="full-text search over every message")
     pq.add_argument("query", metavar="QUERY")
-    pq.add_argument("--limit", type=int, default=20)
+    pq.add_argument("--limit", type=positive_int, default=20, metavar="N")
     pe = ss.add_parser("export", help="write a session as markdown or jsonl")
     pe.add_argument("session", metavar="ID")
     pe.add_argument("--format", choices=("markdown", "jsonl"), default="markdown")
