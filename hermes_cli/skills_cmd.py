@@ -36,13 +36,13 @@ def _list(home: Any, cfg: Any, args: Any, out: TextIO) -> int:
     if args.category:
         rows = [(s, why) for s, why in rows if s.category == args.category]
     rows.sort(key=lambda r: (r[0].category or "", r[0].name))
-    if args.json:
-        out.write(json.dumps({
-            "skills": [{"name": s.name, "category": s.category, "description": s.description,
-                        "path": str(s.path), "bundled": s.bundled, "writable": s.writable,
-                        "enabled": not why, "reason": why or None} for s, why in rows],
-            "problems": [{"path": str(p.path), "reason": p.reason} for p in cat.problems]},
-            indent=2) + "\n")
+    if args.json:  # a JSON array, like every listing's --json; broken folders go to stderr as below
+        out.write(json.dumps([{"name": s.name, "category": s.category, "description": s.description,
+                               "path": str(s.path), "bundled": s.bundled, "writable": s.writable,
+                               "enabled": not why, "reason": why or None} for s, why in rows],
+                             indent=2) + "\n")
+        for p in cat.problems:
+            sys.stderr.write(f"skipped: {p.line()}\n")
         return 0
     if not rows:
         out.write(f"No skills yet. They live in {loader.skills_dir(home)}; the agent writes them with "

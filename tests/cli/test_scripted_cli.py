@@ -105,6 +105,17 @@ def test_sessions_list_limit_and_json(script, hermes_home):
     assert json.loads(ok(script("sessions", "list", "--source", "telegram", "--json"))) == []
 
 
+# every listing command that exists takes --json and prints a JSON array of objects on stdout
+LISTINGS = [("sessions", "list"), ("skills", "list")]
+
+
+@pytest.mark.parametrize("listing", LISTINGS, ids=" ".join)
+def test_listings_in_json_are_arrays_of_objects(script, hermes_home, listing):
+    SessionDB().create_session(source="cli")  # something to list besides the bundled skills
+    rows = json.loads(ok(script(*listing, "--json")))
+    assert isinstance(rows, list) and rows and all(isinstance(r, dict) for r in rows)
+
+
 def test_config_get_prints_the_value_alone_and_set_writes_it(script):
     assert ok(script("config", "get", "model.default")) == "\n"  # unset: an empty line
     assert ok(script("config", "set", "model.default", "my-model")).startswith("model.default = ")

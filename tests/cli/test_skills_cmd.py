@@ -18,9 +18,10 @@ def test_list_show_install_remove_history_revert(hermes_home, tmp_path):
     assert res.stdout.splitlines()[0] == "software-development:"
     assert "  debugging " in res.stdout and "[bundled]" in res.stdout
     assert "skipped:" in res.stderr and "bad/SKILL.md" in res.stderr and "not valid YAML" in res.stderr
-    listed = json.loads(run_hermes("skills", "list", "--json", env=env).stdout)
-    assert {s["name"] for s in listed["skills"]} == {"code-review", "debugging", "release-checklist"}
-    assert listed["problems"][0]["path"].endswith("bad/SKILL.md")
+    res = run_hermes("skills", "list", "--json", env=env)
+    listed = json.loads(res.stdout)
+    assert {s["name"] for s in listed} == {"code-review", "debugging", "release-checklist"}
+    assert "skipped:" in res.stderr and "bad/SKILL.md" in res.stderr and "not valid YAML" in res.stderr
 
     src = write_skill(tmp_path / "dl", "pdf-tools", "name: pdf-tools\ndescription: Work with PDFs.",
                       files={"scripts/x.py": "print(1)\n"})
