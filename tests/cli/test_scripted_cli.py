@@ -106,12 +106,13 @@ def test_sessions_list_limit_and_json(script, hermes_home):
 
 
 # every listing command that exists takes --json and prints a JSON array of objects on stdout
-LISTINGS = [("sessions", "list"), ("skills", "list")]
+LISTINGS = [("sessions", "list"), ("skills", "list"), ("mcp", "list", "--no-connect")]
 
 
 @pytest.mark.parametrize("listing", LISTINGS, ids=" ".join)
 def test_listings_in_json_are_arrays_of_objects(script, hermes_home, listing):
     SessionDB().create_session(source="cli")  # something to list besides the bundled skills
+    (hermes_home / "config.yaml").write_text("mcp_servers:\n  demo: {command: 'true', enabled: false}\n")
     rows = json.loads(ok(script(*listing, "--json")))
     assert isinstance(rows, list) and rows and all(isinstance(r, dict) for r in rows)
 
