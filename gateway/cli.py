@@ -23,6 +23,7 @@ from agent.config import ConfigError, hermes_home, load_config, load_env_file
 from agent.home import create_private_file, ensure_home, ensure_private_dir, write_env_var
 
 log = logging.getLogger("gateway")
+STATUS_INTERVAL = 2.0  # seconds between refreshes of gateway.json (what `hermes gateway status` reads)
 _TRUE = {"1", "true", "yes", "on"}
 
 
@@ -151,8 +152,9 @@ def _ids(value: Any) -> set[str]:
     return {v.strip() for v in str(value or "").split(",") if v.strip()}
 
 
-async def _serve(args: argparse.Namespace, cfg: Any) -> int:
+async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
     from gateway.access import AccessControl, PairingStore
+    from gateway.health import load_report, register_detailed
     from gateway.platforms.api_server import DEFAULT_HOST, DEFAULT_MAX_BODY, DEFAULT_PORT, APIServer
     from gateway.runner import GatewayRunner, default_agent_factory
     from hermes_state import SessionDB
@@ -173,7 +175,7 @@ async def _serve(args: argparse.Namespace, cfg: Any) -> int:
         session_db=db, agent_factory=default_agent_factory(cfg, db), adapters=adapters,
         access=AccessControl(PairingStore(), config_allowed=allowed),
         busy_policy=args.busy_policy or str(gw.get("busy_policy", "queue")),
-        max_workers=int(gw.get("max_concurrent_turns", 128)), max_cached_agents=int(gw.get("max_cached_agents", 1000)))
+        max_workers=turns.threads, turn_limit=turns.limit, max_cached_agents=int(gw.get("max_cached_agents", 1000)))
     api = None
     if api_on:
         api = APIServer(runner, host=args.host or env.get("API_SERVER_HOST") or api_cfg.get("host") or DEFAULT_HOST,
@@ -202,6 +204,12 @@ async def _serve(args: argparse.Namespace, cfg: Any) -> int:
     # first turn (up to connect_timeout), never at start-up
     start_servers(cfg)  # its news goes to the `hermes.mcp` logger, so into gateway.log
     scheduler = Scheduler(db, cfg, sender=adapter_sender(runner.adapters, loop, bot_api_sender(cfg)))
+    from gateway.warmup import warm_up
+
+    log.info("turn limit %d (%s), %d turn threads", turns.limit, turns.source, turns.threads)
+    warm = (await asyncio.to_thread(warm_up, runner.agent_factory, db)).as_dict() if gw.get("warmup", True) else None
+    if api is not None:
+        api.add_routes(register_detailed(lambda: load_report(runner, started, warm, turns.source)))
     await runner.start()
     if api is not None:
         await api.add_routes(jobs_api(scheduler)).start()
@@ -210,8 +218,9 @@ async def _serve(args: argparse.Namespace, cfg: Any) -> int:
 
     def status(state: str) -> None:
         _write_status(state=state, started_at=started, platforms=platforms, api_server=address,
-                      sessions=len(runner._states), turns_completed=runner.turns_completed,
-                      cron=scheduler.status())
+                      turns_completed=runner.turns_completed, cron=scheduler.status(),
+                      turns=runner.capacity.snapshot(),
+                      **runner.session_counts())
 
     status("running")
     print(f"READY gateway pid={os.getpid()} platforms={','.join(platforms)}" + (f" api={address}" if address else ""),
@@ -219,7 +228,7 @@ async def _serve(args: argparse.Namespace, cfg: Any) -> int:
     log.info("gateway running (pid %d, platforms: %s)", os.getpid(), ", ".join(platforms))
     while not stop.is_set():
         try:
-            await asyncio.wait_for(stop.wait(), timeout=min(10.0, scheduler.tick_interval))
+            await asyncio.wait_for(stop.wait(), timeout=min(STATUS_INTERVAL, scheduler.tick_interval))
         except asyncio.TimeoutError:
             status("running")
     log.info("signal received: draining")
@@ -245,8 +254,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from gateway.capacity import raise_open_files_limit, turn_settings
+
     load_env_file()
     cfg = load_config()
+    raise_open_files_limit()  # before the limit is derived: sockets bound it too
+    turns = turn_settings(dict(cfg.gateway or {}))  # a junk setting stops here, in one line
     ensure_home()
     current = read_status()
     if current and current.get("state") in ("running", "draining") and int(current.get("pid", 0)) != os.getpid():
@@ -267,7 +280,7 @@ def _run(args: argparse.Namespace) -> int:
         log.warning("API server: generated an API key and saved it as API_SERVER_KEY in %s (mode 600); "
                     "clients send it as 'Authorization: Bearer <key>'", key_file)
     try:
-        rc = asyncio.run(_serve(args, cfg))
+        rc = asyncio.run(_serve(args, cfg, turns))
     except Exception as exc:  # startup errors (bad address, key missing on a public host): one clear line
         handlers[-1].setLevel(logging.CRITICAL)  # the console gets the line below, not a log record too
         log.error("gateway failed: %s", exc)
@@ -298,6 +311,9 @@ def _cmd_status(args: argparse.Namespace) -> int:
                      f"sessions: {data.get('sessions', 0)}, turns: {data.get('turns_completed', 0)}")
             if data.get("api_server"):
                 line += f", API {data['api_server']}"
+            from gateway.health import status_line
+
+            line += "\n" + status_line(data.get("turns"))
             line += "\n" + _cron_status(data.get("cron"))
         elif data.get("error"):
             line += f", last error: {data['error']}"

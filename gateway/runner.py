@@ -31,6 +31,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Optional
 
 from gateway import skills
 from gateway.access import AccessControl
+from gateway.capacity import BUSY_CHAT_REPLY, MAX_LIMIT, TurnGauge, TurnLimitReached
 from gateway.commands import HELP_TEXT, command, format_usage  # noqa: F401 - re-exported
 from gateway.platforms.base import MessageEvent, PlatformAdapter
 from gateway.reactions import (SOFT_DEFERRED, TurnOutcome, persist_user_message, react,  # noqa: F401
@@ -84,7 +85,7 @@ def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFa
 class GatewayRunner:
     def __init__(self, *, session_db: Any, agent_factory: AgentFactory, adapters: list[PlatformAdapter] = (),
                  access: Optional[AccessControl] = None, busy_policy: str = "queue", max_workers: int = 128,
-                 max_cached_agents: int = 1000, typing_interval: float = 4.0) -> None:
+                 max_cached_agents: int = 1000, typing_interval: float = 4.0, turn_limit: int = MAX_LIMIT) -> None:
         if busy_policy not in ("queue", "interrupt"):
             raise ValueError(f"gateway.busy_policy must be 'queue' or 'interrupt', not {busy_policy!r}")
         self.db = session_db
@@ -96,6 +97,7 @@ class GatewayRunner:
         self.max_cached_agents = max_cached_agents
         self.typing_interval = typing_interval
         self.pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="turn")
+        self.capacity = TurnGauge(turn_limit)  # turns accepted at once; past it they are refused
         self.accepting = False
         self._states: dict[str, SessionState] = {}  # session id -> state
         self._key_sid: dict[str, str] = {}  # key -> the session it last ran in (for /stop, interrupts)
@@ -183,10 +185,16 @@ class GatewayRunner:
         if event.text.startswith("/") and await command(self, key, event.user_id, event.text, reply,
                                                         origin=origin):
             return
+        try:
+            self.capacity.admit()
+        except TurnLimitReached as exc:
+            log.warning("refused a message for %s: %s", key, exc)
+            await reply(BUSY_CHAT_REPLY)
+            return
         req = TurnRequest(event.text, key, event.user_id, notify=reply, origin=origin)
         if self.busy_policy == "interrupt":
             self.stop_turn(key, event.text)  # the running turn, or one still waiting to start
-        self.spawn(self._chat_turn(req, adapter, event.chat_id, reply), req)
+        self.spawn(self._chat_turn(req, adapter, event.chat_id, reply), req).add_done_callback(self.capacity.release)
 
     def spawn(self, coro: Awaitable[Any], req: Optional[TurnRequest]) -> asyncio.Task[Any]:
         if req is not None:
@@ -290,6 +298,11 @@ class GatewayRunner:
         if st.holders == 0 and (st.agent is None or st.moved_to or st.deleted) and self._states.get(st.sid) is st:
             del self._states[st.sid]  # nothing cached: the state is rebuilt on demand
 
+    def session_counts(self) -> dict[str, int]:
+        """Live session states and how many hold a cached agent (for status reports)."""
+        return {"sessions": len(self._states),
+                "cached_agents": sum(1 for st in self._states.values() if st.agent is not None)}
+
     def live_state(self, key: str) -> Optional[SessionState]:
         sid = self._key_sid.get(key)
         return self._states.get(sid) if sid else None
@@ -383,7 +396,9 @@ class GatewayRunner:
                stream_callback: Optional[Callable[[str], None]] = None,
                tool_progress_callback: Optional[Callable[[dict[str, Any]], None]] = None) -> TurnHandle:
         """Accept a turn (it is queued behind the session's running turn) and return its handle.
-        A throwaway turn (``key`` None) runs on a private in-memory store: nothing of it is saved."""
+        A throwaway turn (``key`` None) runs on a private in-memory store: nothing of it is saved.
+        Raises ``TurnLimitReached`` when the process already holds its limit of turns."""
+        self.capacity.admit()
         req = TurnRequest(text, key, None, system_message, conversation_history, stream_callback,
                        tool_progress_callback)
         if key is None:
@@ -396,6 +411,7 @@ class GatewayRunner:
                     return await self._run_locked(st, req)
 
             task = self.spawn(locked(), req)
+        task.add_done_callback(self.capacity.release)
         return TurnHandle(self, req, task)
 
     async def _stateless(self, req: TurnRequest, platform: str) -> TurnOutcome:
@@ -432,14 +448,18 @@ class GatewayRunner:
                     asyncio.run_coroutine_threadsafe(req.notify(f"⚠ {message}"), loop)
 
             def call() -> Any:
-                agent.status_callback = on_status
-                agent.tool_progress_callback = req.tool_callback
-                agent.origin = req.origin  # a cronjob created in this turn is delivered back here
-                if req.stop_requested:  # stopped while the agent was being made
-                    return {"interrupted": True, "completed": False, "final_response": None}
-                return agent.run_conversation(req.text, system_message=req.system_message,
-                                              conversation_history=req.conversation_history,
-                                              stream_callback=req.stream_callback)
+                since = self.capacity.started()
+                try:
+                    agent.status_callback = on_status
+                    agent.tool_progress_callback = req.tool_callback
+                    agent.origin = req.origin  # a cronjob created in this turn is delivered back here
+                    if req.stop_requested:  # stopped while the agent was being made
+                        return {"interrupted": True, "completed": False, "final_response": None}
+                    return agent.run_conversation(req.text, system_message=req.system_message,
+                                                  conversation_history=req.conversation_history,
+                                                  stream_callback=req.stream_callback)
+                finally:
+                    self.capacity.finished(since)
 
             result = await loop.run_in_executor(self.pool, call)
             if not isinstance(result, dict):

@@ -17,6 +17,7 @@ from typing import Any, Awaitable, Callable, Iterable, Optional
 
 from aiohttp import web
 
+from gateway.capacity import TurnLimitReached
 from gateway.platforms.api_server.wire import APIError, error_response
 
 log = logging.getLogger("gateway.api_server")
@@ -139,6 +140,9 @@ def make_middleware(server: Any) -> Any:
             resp = await _checked(server, request, handler, origin, cors)
         except APIError as exc:
             resp = error_response(exc.status, exc.message, exc.type, exc.code, exc.param, exc.headers)
+        except TurnLimitReached as exc:  # the process holds all the turns it can (gateway.capacity)
+            resp = error_response(429, str(exc), "rate_limit_error", "turn_limit",
+                                  headers={"Retry-After": str(exc.retry_after)})
         except web.HTTPException as exc:
             if exc.status < 400:
                 raise
