@@ -1,6 +1,7 @@
 """Gateway load benchmark (not a test): 100 concurrent sessions through the API server.
 
-    .venv/bin/python bench/gateway_load.py [--sessions 100] [--rounds 10] [--delay 1.0] [--streamed]
+    .venv/bin/python bench/gateway_load.py [--sessions 100] [--rounds 10] [--delay 1.0] [--streamed | --cold]
+    .venv/bin/python bench/gateway_load.py --sessions 1000 --delay 5 --rounds 3   # the 1,000-session case
 
 Starts ``python -m tests.fake_provider --delay 1.0`` (answers after a fixed delay) and
 ``python -m gateway.cli run --api-server`` as subprocesses in a throwaway HERMES_HOME, then drives
@@ -9,7 +10,13 @@ Starts ``python -m tests.fake_provider --delay 1.0`` (answers after a fixed dela
 the latency the gateway adds on top of the provider's fixed delay (p50, p99), and the resident
 memory each additional idle session costs (RSS growth of the gateway over a second wave of new
 sessions, measured after the first wave so thread stacks and allocator arenas are already warm).
-Targets: >= 80% of ideal, added p99 <= 100 ms, <= 2 MB per idle session.
+Targets: >= 80% of ideal (>= 90% for 1,000 sessions behind a 5 s provider, default configuration),
+added p99 <= 100 ms, <= 2 MB per idle session. The first wave also prints the RSS each in-flight turn
+costs (gateway RSS at the peak of turns in flight, read from ``/health/detailed``, over the RSS before).
+
+``--cold`` starts the gateway and sends the burst the moment it says READY (staggered over one delay,
+then lockstep), once with ``gateway.warmup: false`` and once with the default warm-up: the first turns
+after a restart should cost what later ones do (target: added p99 <= 100 ms, staggered, cold).
 
 Two arrival patterns are measured: lockstep (every session sends at the same instant, the worst burst;
 a fixed provider delay keeps waves aligned) and staggered (session starts spread over one delay, as
@@ -102,9 +109,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--idle-sessions", type=int, default=200, help="second wave used for the memory figure")
     ap.add_argument("--streamed", action="store_true",
                     help="one tool per turn, plain vs streamed (SSE with hermes.tool.progress events)")
+    ap.add_argument("--cold", action="store_true", help="the burst right after the gateway starts")
     args = ap.parse_args(argv)
+    print(f"load average before: {load_average()} ({os.cpu_count()} cores; other work on this host counts)")
     if args.streamed:
         return run_streamed(args)
+    if args.cold:
+        return run_cold(args)
 
     home = tempfile.mkdtemp(prefix="hermes-bench-")
     env = dict(os.environ, HERMES_HOME=home, PYTHONPATH=str(REPO))
@@ -134,9 +145,12 @@ def main(argv: Optional[list[str]] = None) -> int:
                               ("staggered: session starts spread over one provider delay", args.delay)):
             lat: list[float] = []
             first: list[float] = []
+            sampler = PeakSampler(url.rsplit("/v1/", 1)[0], gw.pid) if spread == 0.0 else None
             cpu0, t0 = cpu_seconds(gw.pid), time.perf_counter()
             asyncio.run(_drive(url, [f"{spread}-{i}" for i in range(args.sessions)], args.rounds, lat, errors,
                                headers=AUTH, spread=spread, first=first))
+            if sampler is not None:
+                sampler.stop()
             elapsed = time.perf_counter() - t0 - spread * (args.sessions - 1) / args.sessions
             cpu = cpu_seconds(gw.pid) - cpu0
             added = [(x - args.delay) * 1000 for x in lat]
@@ -152,6 +166,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                   f"{pct([(x - args.delay) * 1000 for x in first], 99):.0f} ms; later turns: p50 {pct(later, 50):.0f} ms, "
                   f"p99 {pct(later, 99):.0f} ms")
             print(f"  gateway CPU per turn: {cpu / max(1, len(lat)) * 1000:.2f} ms")
+            if sampler is not None:
+                sampler.report(args.sessions)
 
         time.sleep(1.0)
         rss0 = rss_mb(gw.pid)
@@ -164,6 +180,7 @@ def main(argv: Optional[list[str]] = None) -> int:
               "over its delay (part of every 'added' figure above)")
         print(f"memory: gateway RSS {rss0:.0f} MB -> {rss1:.0f} MB after {args.idle_sessions} more idle sessions = "
               f"{(rss1 - rss0) / args.idle_sessions:.2f} MB per idle session (target <= 2 MB)")
+        print(f"load average after: {load_average()}")
         if errors:
             print(f"errors ({len(errors)}): {sorted(set(errors))[:5]}")
         return 0 if not errors else 1
@@ -234,6 +251,101 @@ def run_streamed(args: argparse.Namespace) -> int:
                     proc.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+class PeakSampler:
+    """Polls ``/health/detailed`` and the gateway's RSS while a wave runs; keeps the sample with the
+    most turns in flight, for the RSS each in-flight turn costs."""
+
+    def __init__(self, api: str, pid: int, interval: float = 0.2) -> None:
+        self.api, self.pid, self.interval = api, pid, interval
+        self.base_rss = self.after_rss = rss_mb(pid)
+        self.peak = (0, self.base_rss, 0)  # (in flight, RSS MB, queued)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import json
+        import urllib.request
+
+        req = urllib.request.Request(self.api + "/health/detailed", headers=AUTH)
+        while not self._stop.wait(self.interval):
+            try:
+                with urllib.request.urlopen(req, timeout=10) as resp:
+                    turns = json.loads(resp.read())["turns"]
+            except (OSError, ValueError, KeyError):
+                continue
+            if turns["in_flight"] >= self.peak[0]:
+                self.peak = (turns["in_flight"], rss_mb(self.pid), turns["queued"])
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(15)
+        self.after_rss = rss_mb(self.pid)
+
+    def report(self, sessions: int) -> None:
+        n, rss, queued = self.peak
+        if not n:
+            print("  RSS per in-flight turn: no sample caught turns in flight")
+            return
+        print(f"  RSS per in-flight turn: {(rss - self.base_rss) / n:.2f} MB ({self.base_rss:.0f} MB before the "
+              f"wave -> {rss:.0f} MB with {n} turns in flight, {queued} queued; each includes its session's new "
+              f"agent); after the wave {(self.after_rss - self.base_rss) / sessions:.2f} MB per session stays "
+              "(cached agents, idle threads)")
+
+
+def run_cold(args: argparse.Namespace) -> int:
+    """The burst the moment the gateway is READY, without and with the warm-up."""
+    errors: list[str] = []
+    print(f"sessions={args.sessions}, one turn each, sent as soon as the gateway is READY; "
+          f"provider_delay={args.delay:.1f}s")
+    for warm in (False, True):
+        for label, spread in (("staggered over one delay", args.delay), ("lockstep", 0.0)):
+            home = tempfile.mkdtemp(prefix="hermes-bench-")
+            if not warm:
+                Path(home, "config.yaml").write_text("gateway:\n  warmup: false\n", encoding="utf-8")
+            env = dict(os.environ, HERMES_HOME=home, PYTHONPATH=str(REPO))
+            procs: list[subprocess.Popen[str]] = []
+            try:
+                fp, ready = _spawn([sys.executable, "-m", "tests.fake_provider", "--port", "0", "--delay",
+                                    str(args.delay)], env, "READY")
+                procs.append(fp)
+                gw_env = dict(env, OPENAI_BASE_URL=ready.split()[1], OPENAI_API_KEY="bench",
+                              HERMES_MODEL="fake-model", API_SERVER_KEY=BENCH_KEY)
+                t0 = time.perf_counter()
+                gw, ready = _spawn([sys.executable, "-m", "gateway.cli", "run", "--api-server", "--port", "0"],
+                                   gw_env, "READY gateway")
+                procs.append(gw)
+                start = time.perf_counter() - t0
+                lat: list[float] = []
+                asyncio.run(_drive(ready.split("api=")[1] + "/v1/chat/completions",
+                                   [f"cold{i}" for i in range(args.sessions)], 1, lat, errors, headers=AUTH,
+                                   spread=spread))
+            finally:
+                _stop(procs)
+            added = [(x - args.delay) * 1000 for x in lat]
+            print(f"  {'warm-up   ' if warm else 'no warm-up'} {label:<24}: READY after {start:.1f}s; added p50 "
+                  f"{pct(added, 50):.0f} ms, p99 {pct(added, 99):.0f} ms, max {max(added):.0f} ms "
+                  f"(target p99 <= 100 ms staggered)")
+    print(f"load average after: {load_average()}")
+    if errors:
+        print(f"errors ({len(errors)}): {sorted(set(errors))[:5]}")
+    return 0 if not errors else 1
+
+
+def _stop(procs: list[subprocess.Popen[str]]) -> None:
+    for proc in reversed(procs):
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 if __name__ == "__main__":
