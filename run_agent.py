@@ -24,6 +24,7 @@ from agent.conversation_loop import run_loop
 from agent.messages import content_text, find_tool_pair_violations, sanitize_tool_pairs
 from agent.persistence import HistoryLoadError, SessionRecorder, StoreError
 from agent.redact import redact, secret_values
+from agent.providers.client_pool import pool_for
 from agent.providers.openai_compat import ModelReply, abort_connections, make_openai_client, request_chat
 from agent.retry import jittered_backoff
 from agent.tokens import estimate_messages_tokens_rough
@@ -131,7 +132,8 @@ class AIAgent:
         self._interrupt_event = threading.Event()
         self._client: Any = None
         self._owns_client = False
-        self._inflight: Any = None
+        self._inflight: Any = None  # the client of the request on the wire, when interrupt() may cut it
+        self._inflight_lock = threading.Lock()
         self._raw_body = True
         self._tool_ctx: Any = None
         self.compactions = 0
@@ -165,15 +167,23 @@ class AIAgent:
         return make_openai_client(run_agent.OpenAI, self.base_url, self.api_key)
 
     def _call_model_api(self, api_messages: list[dict], state: TurnState) -> ModelReply:
-        """One request on this thread; ``interrupt()`` aborts it by closing the client's connections."""
-        client = self.client
+        """One request on this thread; ``interrupt()`` aborts it by closing the client's connections.
+        Without a client of its own the agent borrows one from the process's pool for this request."""
+        pool = None
+        if self._client is None and self.provider != "local":
+            import run_agent  # the seed patches run_agent.OpenAI
+
+            pool = pool_for(run_agent.OpenAI, self.base_url, self.api_key)
+            client = pool.borrow()
+        else:
+            client = self.client
         if self.provider == "local":
             self._sync_local_window(client)
         self._persist_session(state.messages)  # the user's message is on disk before the wire
         tools = self.tools or None
         if self.provider == "local" and state.extras.get("tool_rounds", 0) >= LOCAL_MAX_TOOL_ROUNDS:
             tools = None  # a tiny local model would call tools forever; after this many rounds it must answer
-        self._inflight = client
+        self._inflight = client if (pool is not None or self._owns_client) else None
         try:
             return request_chat(client, model=self.model, messages=api_messages, tools=tools,
                                 stream_callback=state.stream_callback, interrupted=self._interrupt_event,
@@ -185,7 +195,11 @@ class AIAgent:
                 raise Interrupted() from None
             raise
         finally:
-            self._inflight = None
+            with self._inflight_lock:  # interrupt() either cut this request already or will not
+                self._inflight = None
+                cut = self._interrupt_event.is_set()
+            if pool is not None:
+                pool.give_back(client, reusable=not cut)
 
     def _sync_local_window(self, client: Any) -> None:
         n = getattr(client, "context_length", None)
@@ -488,9 +502,10 @@ class AIAgent:
     def interrupt(self, message: Optional[str] = None) -> None:
         """Stop the running turn from any thread: a request in flight is cut at once."""
         self._interrupt_event.set()
-        client = self._inflight
-        if client is not None and self._owns_client and self.provider != "local":
-            abort_connections(client)
+        with self._inflight_lock:  # a borrowed client is never cut after it went back to the pool
+            client = self._inflight
+            if client is not None and self.provider != "local":
+                abort_connections(client)
 
     def close(self) -> None:
         """Release what this agent holds: its own provider client's connections (a gateway drops

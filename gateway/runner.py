@@ -12,7 +12,9 @@ Why it is shaped like this:
   (busy policy ``queue``), or the running turn is interrupted first (``interrupt``). Replies are sent
   while the locks are held so they arrive in order too.
 - SPEC §7 reactions live in ``gateway.reactions``; slash commands in ``gateway.commands``.
-- Every agent the runner lets go is ``close()``d: it owns a provider client with a connection pool.
+- Every agent the runner lets go is ``close()``d (a client it made for summaries has connections);
+  requests borrow clients from the process's pool (``agent.providers.client_pool``), so idle cached
+  agents hold no sockets.
 - A stop (/stop, a newer message under ``interrupt``, an API client that went away) also reaches a turn
   that was accepted but has not started: it never runs (its message is kept). A running turn is
   interrupted again and again until it ends, since an agent clears interrupts when its turn begins.

@@ -36,6 +36,19 @@ def _touch_client(client: Any) -> None:
     "localhost".encode("idna")
 
 
+def _warm_client_pool(agent: Any) -> None:
+    """Put one ready client in the process's pool for the agents' endpoint: the first turn borrows it."""
+    import run_agent
+    from agent.providers.client_pool import pool_for
+
+    pool = pool_for(run_agent.OpenAI, agent.base_url, agent.api_key)
+    client = pool.borrow()
+    try:
+        _touch_client(client)
+    finally:
+        pool.give_back(client)
+
+
 def warm_up(agent_factory: Callable[..., Any], session_db: Any, platform: str = "api_server") -> WarmUp:
     """Load what a turn needs; blocking (run it in a thread)."""
     report = WarmUp()
@@ -69,7 +82,7 @@ def warm_up(agent_factory: Callable[..., Any], session_db: Any, platform: str = 
     if agent is not None:
         step("prompt", agent.fixed_prompt)  # persona, context files, memory, skills index: nothing stored
         if getattr(agent, "provider", None) != "local":  # the embedded model loads on its first turn
-            step("client", lambda: _touch_client(agent.client))
+            step("client", lambda: _warm_client_pool(agent))
         step("close", agent.close)
     step("store", lambda: session_db.list_sessions(limit=1))
     report.seconds = time.perf_counter() - start
