@@ -66,6 +66,7 @@ def test_z_failure_after_retries_is_one_line(script, fake_provider):
 
 
 def test_doctor_ok_then_one_line_when_something_is_wrong(script, hermes_home):
+    hermes_home.chmod(0o700)  # as any earlier hermes command leaves it
     out = ok(script("doctor"))
     lines = out.splitlines()
     assert lines[-1] == "all good"
