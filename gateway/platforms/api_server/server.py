@@ -19,6 +19,7 @@ log = logging.getLogger("gateway.api_server")
 
 DEFAULT_HOST, DEFAULT_PORT, DEFAULT_MAX_BODY = "127.0.0.1", 8642, 1 << 20
 MIN_KEY_CHARS = 16
+LISTEN_BACKLOG = 4096  # a burst of new clients (1,000 at once) must not overflow aiohttp's 128
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 RouteRegistrar = Callable[["APIServer"], None]
@@ -80,7 +81,7 @@ class APIServer:
     async def start(self) -> None:
         self._site_runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
         await self._site_runner.setup()
-        site = web.TCPSite(self._site_runner, self.host, self.port)
+        site = web.TCPSite(self._site_runner, self.host, self.port, backlog=LISTEN_BACKLOG)
         await site.start()
         if self.port == 0:
             self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
