@@ -23,6 +23,7 @@ from agent.config import ConfigError, hermes_home, load_config, load_env_file
 from agent.home import create_private_file, ensure_home, ensure_private_dir, write_env_var
 
 log = logging.getLogger("gateway")
+PRESTART_THREADS = 128  # turn threads started at warm-up; more start (off the event loop) as needed
 STATUS_INTERVAL = 2.0  # seconds between refreshes of gateway.json (what `hermes gateway status` reads)
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -207,7 +208,10 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
     from gateway.warmup import warm_up
 
     log.info("turn limit %d (%s), %d turn threads", turns.limit, turns.source, turns.threads)
-    warm = (await asyncio.to_thread(warm_up, runner.agent_factory, db)).as_dict() if gw.get("warmup", True) else None
+    warm = None
+    if gw.get("warmup", True):
+        warm = (await asyncio.to_thread(warm_up, runner.agent_factory, db)).as_dict()
+        runner.pool.prestart(PRESTART_THREADS)  # the first burst finds its threads running
     if api is not None:
         api.add_routes(register_detailed(lambda: load_report(runner, started, warm, turns.source)))
     await runner.start()

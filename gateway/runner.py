@@ -28,7 +28,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, AsyncIterator, Awaitable, Callable, Optional
 
 from gateway import skills
@@ -39,6 +38,7 @@ from gateway.platforms.base import MessageEvent, PlatformAdapter
 from gateway.reactions import (SOFT_DEFERRED, TurnOutcome, persist_user_message, react,  # noqa: F401
                                short_error)
 from gateway.sessions import SessionMap, key_for_event, new_session_id, platform_of
+from gateway.turn_threads import TurnThreads
 from gateway.turn_state import (REARM_SECONDS, STOPPED_BEFORE_START, KeyLocks, SessionBusy,  # noqa: F401
                                 SessionState, TurnHandle, TurnRequest)
 
@@ -98,7 +98,7 @@ class GatewayRunner:
         self.busy_policy = busy_policy
         self.max_cached_agents = max_cached_agents
         self.typing_interval = typing_interval
-        self.pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="turn")
+        self.pool = TurnThreads(max_workers)  # never blocks the event loop to start a thread
         self.capacity = TurnGauge(turn_limit)  # turns accepted at once; past it they are refused
         self.accepting = False
         self._states: dict[str, SessionState] = {}  # session id -> state
