@@ -169,20 +169,19 @@ class AIAgent:
     def _call_model_api(self, api_messages: list[dict], state: TurnState) -> ModelReply:
         """One request on this thread; ``interrupt()`` aborts it by closing the client's connections.
         Without a client of its own the agent borrows one from the process's pool for this request."""
-        pool = None
-        if self._client is None and self.provider != "local":
-            import run_agent  # the seed patches run_agent.OpenAI
-
-            pool = pool_for(run_agent.OpenAI, self.base_url, self.api_key)
-            client = pool.borrow()
-        else:
-            client = self.client
+        borrow = self._client is None and self.provider != "local"
         if self.provider == "local":
-            self._sync_local_window(client)
+            self._sync_local_window(self.client)
         self._persist_session(state.messages)  # the user's message is on disk before the wire
         tools = self.tools or None
         if self.provider == "local" and state.extras.get("tool_rounds", 0) >= LOCAL_MAX_TOOL_ROUNDS:
             tools = None  # a tiny local model would call tools forever; after this many rounds it must answer
+        pool = None
+        if borrow:
+            import run_agent  # the seed patches run_agent.OpenAI
+
+            pool = pool_for(run_agent.OpenAI, self.base_url, self.api_key)
+        client = pool.borrow() if pool is not None else self.client
         self._inflight = client if (pool is not None or self._owns_client) else None
         try:
             return request_chat(client, model=self.model, messages=api_messages, tools=tools,

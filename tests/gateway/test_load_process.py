@@ -103,6 +103,7 @@ def test_more_turns_in_flight_than_the_old_default_of_128(hermes_home: Path, fak
     assert fake_provider.wait_for_requests(n, timeout=120), len(fake_provider.requests)  # all at the provider
     turns = wait_until(lambda: (t := detailed(gw)["turns"])["in_flight"] == n and t, what="n in flight")
     assert turns["queued"] == 0 and turns["limit"] >= 1000 and turns["refused"] == 0
+    assert detailed(gw)["turn_threads"]["threads"] >= n  # every turn on a thread of its own
 
     env = hermes_env(fake_provider)
     status = wait_until(lambda: (r := run_hermes("gateway", "status", env=env)).returncode == 0
