@@ -497,24 +497,43 @@ class SessionDB:
         """Remove a session with its messages, search rows, lock and gateway bindings."""
         return self._write(lambda c: self._delete_session_rows(c, session_id))
 
-    def prune_sessions(self, older_than_days: float, source: Optional[str] = None) -> int:
-        """Delete sessions with no activity (update or end) for ``older_than_days``.
+    def _prunable_ids(self, c: sqlite3.Connection, older_than_days: float, source: Optional[str],
+                      keep_active_within: float) -> list[str]:
+        now = time.time()
+        cutoff = min(now - float(older_than_days) * 86400, now - float(keep_active_within))
+        sql = ("SELECT id FROM sessions WHERE MAX(COALESCE(updated_at, 0),"
+               " COALESCE(ended_at, 0), COALESCE(started_at, 0)) < ?"
+               " AND id NOT IN (SELECT session_id FROM compression_locks WHERE expires_at > ?)")
+        params: list[Any] = [cutoff, now]
+        if source:
+            sql += " AND source = ?"
+            params.append(source)
+        return [r[0] for r in c.execute(sql + " ORDER BY COALESCE(updated_at, started_at), id",
+                                         params).fetchall()]
+
+    def prune_candidates(self, older_than_days: float, source: Optional[str] = None,
+                         keep_active_within: float = 0.0) -> list[dict[str, Any]]:
+        """The sessions ``prune_sessions`` with the same arguments would delete (oldest first),
+        so a user can see them before saying yes."""
+        with self._lock:
+            ids = self._prunable_ids(self.conn, older_than_days, source, keep_active_within)
+        rows = [self.get_session(sid) for sid in ids]
+        return [r for r in rows if r is not None]
+
+    def prune_sessions(self, older_than_days: float, source: Optional[str] = None,
+                       keep_active_within: float = 0.0, only: Optional[Iterable[str]] = None) -> int:
+        """Delete sessions with no activity (update or end) for ``older_than_days`` (and none
+        within ``keep_active_within`` seconds); with ``only``, just those of them (what the user
+        was shown: a session that became active since stays).
 
         Sessions whose compression lock is still live are kept: someone is working on them.
         """
-        now = time.time()
-        cutoff = now - float(older_than_days) * 86400
+        allowed = None if only is None else set(only)
 
         def tx(c: sqlite3.Connection) -> int:
-            sql = ("SELECT id FROM sessions WHERE MAX(COALESCE(updated_at, 0),"
-                   " COALESCE(ended_at, 0), COALESCE(started_at, 0)) < ?"
-                   " AND id NOT IN (SELECT session_id FROM compression_locks WHERE expires_at > ?)")
-            params: list[Any] = [cutoff, now]
-            if source:
-                sql += " AND source = ?"
-                params.append(source)
-            ids = [r[0] for r in c.execute(sql, params).fetchall()]
-            return sum(self._delete_session_rows(c, sid) for sid in ids)
+            ids = self._prunable_ids(c, older_than_days, source, keep_active_within)
+            return sum(self._delete_session_rows(c, sid) for sid in ids
+                       if allowed is None or sid in allowed)
         return self._write(tx)
 
     # -- messages ----------------------------------------------------------------------------

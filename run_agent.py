@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from agent import results
+from agent.agent_kwargs import check_kwargs, honoured
 from agent.config import HermesConfig, hermes_home, load_config, load_env_file, resolve_provider
 from agent.conversation_compression import compress_context, compression_skipped_due_to_lock
 from agent.conversation_loop import run_loop
 from agent.messages import content_text, find_tool_pair_violations, sanitize_tool_pairs
 from agent.persistence import HistoryLoadError, SessionRecorder, StoreError
-from agent.redact import redact, secret_values
+from agent.redact import config_secrets, redact, secret_values
 from agent.providers.client_pool import pool_for
 from agent.providers.openai_compat import ModelReply, abort_connections, make_openai_client, request_chat
 from agent.retry import jittered_backoff
@@ -79,7 +80,18 @@ class AIAgent:
                  context_length: Optional[int] = None, yolo: bool = False,
                  tool_progress_callback: Optional[Callable[[dict], None]] = None,
                  status_callback: Optional[Callable[[str, str], None]] = None,
-                 approval_callback: Optional[Callable[[str, str], str]] = None, **_ignored: Any) -> None:
+                 approval_callback: Optional[Callable[[str, str], str]] = None,
+                 confine_to: Optional[str] = None, mutating_tools: Optional[str] = None,
+                 **hermes_kwargs: Any) -> None:
+        """Hermes Agent keywords beyond these are listed in ``agent.agent_kwargs`` (others: TypeError).
+
+        ``confine_to``: file tools refuse paths outside this directory (the gateway's working dir).
+        ``mutating_tools``: "allow", "ask" (approval per call) or "deny" for tools that change things;
+        default "ask" on the embedded model (provider ``local``), else "allow".
+        """
+        check_kwargs(hermes_kwargs)
+        if mutating_tools not in (None, "allow", "ask", "deny"):
+            raise ValueError(f"mutating_tools must be 'allow', 'ask' or 'deny', not {mutating_tools!r}")
         if config is None:
             load_env_file()
             config = load_config()
@@ -103,7 +115,13 @@ class AIAgent:
         self.tool_progress_callback = tool_progress_callback
         self.status_callback = status_callback
         self.approval_callback = approval_callback
-        self.tool_delay = 0.0
+        self.tool_delay = float(honoured(hermes_kwargs, "tool_delay", 0.0))
+        self.ephemeral_system_prompt: Optional[str] = honoured(hermes_kwargs, "ephemeral_system_prompt")
+        self.max_tokens: Optional[int] = honoured(hermes_kwargs, "max_tokens")
+        if honoured(hermes_kwargs, "verbose_logging", False):
+            log.setLevel(logging.DEBUG)
+        self.confine_to = Path(confine_to).expanduser() if confine_to else None
+        self.mutating_tools = mutating_tools or ("ask" if self.provider == "local" else "allow")
         self.origin: Optional[dict] = None  # set by a surface: the chat a turn comes from (cron's "origin")
         self._use_prompt_caching = False
 
@@ -186,7 +204,7 @@ class AIAgent:
         try:
             return request_chat(client, model=self.model, messages=api_messages, tools=tools,
                                 stream_callback=state.stream_callback, interrupted=self._interrupt_event,
-                                raw_body=self._raw_body)
+                                raw_body=self._raw_body, max_tokens=self.max_tokens)
         except Exception:
             if self._interrupt_event.is_set():
                 from agent.conversation_loop import Interrupted
@@ -259,7 +277,7 @@ class AIAgent:
 
     def _redact(self, text: str) -> str:
         """Mask the API keys and secret-looking environment values (tool output, errors, warnings)."""
-        return redact(text, secret_values([self.api_key, self.config.auxiliary.compression.api_key]))
+        return redact(text, secret_values([self.api_key, *config_secrets(self.config)]))
 
     def _api_key_setting(self) -> str:
         if self.provider == "openrouter":
@@ -313,7 +331,8 @@ class AIAgent:
                                          yolo=self.yolo, interrupt_event=self._interrupt_event,
                                          timeout=self.config.terminal.timeout,
                                          max_output_chars=self.config.terminal.max_output_chars,
-                                         config=self.config, platform=self.platform, agent=self)
+                                         config=self.config, platform=self.platform, agent=self,
+                                         confine_to=self.confine_to, mutations=self.mutating_tools)
         ctx = self._tool_ctx
         ctx.session_db, ctx.origin = self.session_db, self.origin
         ctx.yolo, ctx.approval_callback, ctx.session_id = self.yolo, self.approval_callback, self.session_id
@@ -470,6 +489,8 @@ class AIAgent:
                          stream_callback: Optional[Callable[[str], None]] = None) -> dict:
         """One user turn: preflight, then call/tools until a final answer (SPEC §2, §6)."""
         self._interrupt_event.clear()
+        if self.ephemeral_system_prompt:
+            system_message = "\n\n".join(p for p in (system_message, self.ephemeral_system_prompt) if p)
         if self._tool_ctx is not None:
             self._tool_ctx.turn = {}
         self._freeze_tools()

@@ -206,7 +206,8 @@ def build_child(parent: Any, task: Task, *, toolsets: list[str], ctx: Any,
                     skip_context_files=True, skip_memory=True, session_db=db, session_id=sid,
                     enabled_toolsets=toolsets, config=parent.config, platform=PLATFORM,
                     cwd=str(parent.cwd), yolo=bool(ctx.yolo),
-                    approval_callback=approval_from_parent(ctx), status_callback=status_callback)
+                    approval_callback=approval_from_parent(ctx), status_callback=status_callback,
+                    confine_to=parent.confine_to, mutating_tools=parent.mutating_tools)  # never more than the parent
     _depths[child] = depth_of(parent) + 1
     return child, message
 

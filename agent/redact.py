@@ -1,15 +1,43 @@
 """Secrets never reach transcripts or logs: known secret values are masked wherever text leaves a tool
-or an error message. Pure string work; the values come from the environment and the agent's own key.
+or an error message, and a shell started by the agent never receives them. Pure string work; the
+values come from the environment, the configuration and the agent's own key.
 """
 from __future__ import annotations
 
 import os
 import re
-from typing import Iterable, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
 MIN_SECRET_LEN = 8
 MASK = "***"
+
+# What a shell must not inherit: Hermes' own provider and platform secrets by name, plus anything
+# named like a credential. Narrower than _SECRET_NAME (a shell does need e.g. SSH_AUTH_SOCK, KEYMAP).
+SHELL_SECRET_NAMES = frozenset({
+    "OPENAI_API_KEY", "OPENROUTER_API_KEY", "API_SERVER_KEY", "TELEGRAM_BOT_TOKEN", "HERMES_DATABASE_URL",
+})
+_SHELL_SECRET_PATTERN = re.compile(
+    r"^HERMES_AUX_\w*KEY$|_API_KEY$|_TOKEN$|_SECRET$|_SECRET_KEY$|_ACCESS_KEY$|_PRIVATE_KEY$"
+    r"|PASSWORD|PASSWD", re.I)
+
+
+def config_secrets(cfg: Any) -> list[str]:
+    """Every key configured in config.yaml: the model's, each auxiliary task's, the gateway's."""
+    if cfg is None:
+        return []
+    found: list[Optional[str]] = [getattr(getattr(cfg, "model", None), "api_key", None)]
+    aux = getattr(cfg, "auxiliary", None)
+    dumped = aux.model_dump() if hasattr(aux, "model_dump") else {}
+    for task in dumped.values():
+        if isinstance(task, dict):
+            found.append(task.get("api_key"))
+    gateway = getattr(cfg, "gateway", None) or {}
+    for section, keys in (("api_server", ("key", "api_key")), ("telegram", ("token", "bot_token"))):
+        sub = gateway.get(section) if isinstance(gateway, dict) else None
+        if isinstance(sub, dict):
+            found += [sub.get(k) for k in keys]
+    return [str(v) for v in found if isinstance(v, str) and v]
 
 
 def secret_values(extra: Iterable[Optional[str]] = ()) -> list[str]:
@@ -24,3 +52,14 @@ def redact(text: str, secrets: Iterable[str]) -> str:
         if value in text:
             text = text.replace(value, MASK)
     return text
+
+
+def is_shell_secret(name: str) -> bool:
+    """True for an environment variable a shell started by the agent must not see."""
+    return name in SHELL_SECRET_NAMES or bool(_SHELL_SECRET_PATTERN.search(name))
+
+
+def shell_environment(env: Mapping[str, str], secret_vals: Iterable[str] = ()) -> dict[str, str]:
+    """``env`` without secrets: by name, and any variable holding one of ``secret_vals``."""
+    values = {v for v in secret_vals if v}
+    return {k: v for k, v in env.items() if not is_shell_secret(k) and v not in values}

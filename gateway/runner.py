@@ -62,22 +62,31 @@ def close_agent(agent: Any) -> None:
 
 def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFactory:
     """Agents for real: provider settings resolved once from config/env, one shared SessionDB (a
-    throwaway turn passes its own ``store``)."""
+    throwaway turn passes its own ``store``).
+
+    Least privilege (gateway.tool_policy): the gateway's own toolsets (no terminal by default) and
+    file tools confined to its working directory, whoever is on the other side of the chat.
+    """
     from agent.config import load_config, resolve_provider
+    from gateway.tool_policy import gateway_toolsets, gateway_working_dir
 
     cfg = config if config is not None else load_config()
     settings = resolve_provider(cfg)
     from agent.tool_selection import check_config
 
     check_config(cfg)  # an unknown toolset stops the gateway at start-up, not at the first message
+    gw = cfg.gateway if isinstance(cfg.gateway, dict) else {}
+    enabled, disabled = gateway_toolsets(gw)
+    workdir = str(gateway_working_dir(gw))
 
     def make(session_id: Optional[str], platform: str, model: Optional[str] = None, store: Any = None) -> Any:
         from run_agent import AIAgent
 
         return AIAgent(base_url=settings.base_url, api_key=settings.api_key, model=model or settings.model,
-                        provider=settings.provider, context_length=settings.context_length, config=cfg,
-                        session_id=session_id, platform=platform, quiet_mode=True,
-                        session_db=store if store is not None else session_db)
+                       provider=settings.provider, context_length=settings.context_length, config=cfg,
+                       session_id=session_id, platform=platform, quiet_mode=True,
+                       session_db=store if store is not None else session_db,
+                       enabled_toolsets=enabled, disabled_toolsets=disabled, cwd=workdir, confine_to=workdir)
 
     make.default_model = settings.model  # type: ignore[attr-defined]
     make.config = cfg  # type: ignore[attr-defined]

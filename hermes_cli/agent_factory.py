@@ -62,32 +62,49 @@ def resolve_session_arg(args: Any, db: Any) -> Optional[str]:
 
 
 def _accepted(cls: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The keywords `cls` takes: its named parameters, plus the Hermes Agent ones AIAgent accepts
+    through **kwargs (anything else would be a TypeError there)."""
     try:
         params = inspect.signature(cls).parameters
     except (TypeError, ValueError):
         return kwargs
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return kwargs
-    return {k: v for k, v in kwargs.items() if k in params}
+    names = {n for n, p in params.items() if p.kind is not inspect.Parameter.VAR_KEYWORD}
+    if len(names) < len(params):
+        from agent.agent_kwargs import ACCEPTED
+
+        names |= ACCEPTED
+    return {k: v for k, v in kwargs.items() if k in names}
+
+
+def mutation_policy(provider: str, yolo: bool, interactive: bool) -> str:
+    """What tools that change things may do: the embedded model acts only with consent, asked in
+    the REPL; a one-shot run has no one to ask, so it refuses them (--yolo allows)."""
+    if yolo or provider != "local":
+        return "allow"
+    return "ask" if interactive else "deny"
 
 
 def build_agent(args: Any, cfg: HermesConfig, *, session_db: Any = None,
                 session_id: Optional[str] = None, yolo: Optional[bool] = None,
                 tool_progress_callback: Optional[Callable[[dict], None]] = None,
                 status_callback: Optional[Callable[[str, str], None]] = None,
-                approval_callback: Optional[Callable[[str, str], str]] = None) -> Any:
-    """An AIAgent for the cli platform, persisting into `session_db` (the default store if None)."""
+                approval_callback: Optional[Callable[[str, str], str]] = None,
+                interactive: bool = True) -> Any:
+    """An AIAgent for the cli platform, persisting into `session_db` (the default store if None).
+
+    `interactive`: a user can answer approval questions (the REPL), so mutations may be asked for."""
     from run_agent import AIAgent
 
     ps = provider_settings(args, cfg)
+    yolo = bool(getattr(args, "yolo", False) if yolo is None else yolo)
     kwargs: dict[str, Any] = dict(
         base_url=ps.base_url, api_key=ps.api_key, model=ps.model, provider=ps.provider,
         max_iterations=getattr(args, "max_turns", None) or cfg.agent.max_turns,
         quiet_mode=True, session_db=session_db, session_id=session_id,
         enabled_toolsets=toolsets(args), config=cfg, platform="cli",
         context_length=ps.context_length,
-        yolo=bool(getattr(args, "yolo", False) if yolo is None else yolo),
-        tool_progress_callback=tool_progress_callback, status_callback=status_callback,
+        yolo=yolo, tool_progress_callback=tool_progress_callback, status_callback=status_callback,
         approval_callback=approval_callback,
+        mutating_tools=mutation_policy(ps.provider, yolo, interactive),
     )
     return AIAgent(**_accepted(AIAgent, kwargs))

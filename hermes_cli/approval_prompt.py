@@ -55,8 +55,9 @@ def ask_approval_tty(r: Renderer, command: str, reason: str, timeout: Optional[f
     """Ask on the terminal; anything but a clear yes within the timeout is a deny."""
     timeout = approval_timeout() if timeout is None else timeout
     r.prompt_line("")
-    r.emit(r.err, f"⚠ This command needs your approval ({reason}):", "yellow")
+    r.emit(r.err, f"⚠ This needs your approval ({reason}):", "yellow")
     r.emit(r.err, f"    {command}", "bold")
+    r.emit(r.err, "  always = this exact command, until the session ends", "dim")
     try:
         import termios
 

@@ -28,7 +28,8 @@ def _add_agent_flags(p: argparse.ArgumentParser, sub: bool) -> None:
     p.add_argument("-c", "--continue", dest="continue_last", action="store_true",
                    help="continue the most recent cli session", **dflag)
     p.add_argument("--max-turns", type=positive_int, metavar="N", help="cap on model calls per message", **d)
-    p.add_argument("--yolo", action="store_true", help="run dangerous commands without asking", **dflag)
+    p.add_argument("--yolo", action="store_true", **dflag,
+                   help="run dangerous commands (and the embedded model's changes) without asking")
     p.add_argument("--debug", action="store_true", help="verbose logs and full tracebacks", **dflag)
 
 

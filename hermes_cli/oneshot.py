@@ -80,9 +80,12 @@ def outcome(res: Optional[dict]) -> tuple[int, Optional[str]]:
         return 75, str(res.get("final_response") or res.get("error") or "compression is running elsewhere; retry")
     if res.get("failed"):
         return 1, str(res.get("error") or res.get("final_response") or "the turn failed")
-    if not res.get("final_response"):
+    if res.get("final_response") is None:
         return 1, (f"no final answer after {res.get('api_calls', '?')} model call(s); "
                    "raise --max-turns or rephrase")
+    if not str(res["final_response"]).strip():
+        return 1, (f"no answer came from the model ({res.get('api_calls', '?')} model call(s) "
+                   "returned nothing to show); rephrase and try again")
     return 0, None
 
 
@@ -125,7 +128,7 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
 
     agent = build_agent(args, cfg, session_db=db, session_id=session_id,
                         tool_progress_callback=tool_cb, status_callback=status_cb,
-                        approval_callback=approval)
+                        approval_callback=approval, interactive=False)
     message = _with_skill(message, cfg, quiet)
     streamed = {"any": False, "nl": True}
 

@@ -115,13 +115,30 @@ def to_jsonl(session: dict, messages: list[dict]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def _confirm(question: str) -> bool:
-    if not sys.stdin.isatty():
-        return False
+PRUNE_KEEPS_ACTIVE_SECONDS = 3600  # prune never takes a session used in the last hour (--force does)
+
+
+def _confirm(question: str, out: TextIO) -> bool:
+    """y/N on the terminal; anything but yes (end of input included) is no."""
+    out.write(f"{question} [y/N] ")
+    out.flush()
     try:
-        return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
-    except EOFError:
+        return sys.stdin.readline().strip().lower() in ("y", "yes")
+    except (EOFError, OSError):
         return False
+
+
+def _check_can_ask(yes: bool, what: str) -> None:
+    """Destructive commands ask; where nobody can answer, --yes is the only way through."""
+    if not yes and not sys.stdin.isatty():
+        raise CommandError(f"{what}: no terminal to confirm on; pass --yes to go ahead")
+
+
+def removal_lines(rows: list[dict]) -> list[str]:
+    """What a delete or prune will remove, one session a line."""
+    return [f"  {r['id']:<22} last active {fmt_time(r.get('updated_at') or r.get('started_at'))}  "
+            f"{(r.get('source') or '-'):<8} {r.get('message_count', 0):>4} msgs  {r.get('title') or ''}".rstrip()
+            for r in rows]
 
 
 def run(args: Any, out: TextIO = sys.stdout) -> int:
@@ -189,19 +206,47 @@ def _dispatch(db: Any, action: str, args: Any, out: TextIO) -> int:
         out.write(f"{sid} is now titled {args.title!r}\n")
         return 0
     if action == "delete":
-        sid = resolve(db, args.session)
-        if not args.yes and not _confirm(f"Delete session {sid} and all its messages?"):
-            raise CommandError(f"not deleted; pass --yes to delete {sid} without asking")
-        db.delete_session(sid)
-        out.write(f"deleted {sid}\n")
-        return 0
+        return _delete(db, args, out)
     if action == "prune":
-        if args.older_than < 0:
-            raise CommandError("--older-than takes a number of days (0 or more)")
-        n = db.prune_sessions(args.older_than)
-        out.write(f"pruned {n} session{'s' if n != 1 else ''} idle for more than {args.older_than:g} days\n")
-        return 0
+        return _prune(db, args, out)
     raise CommandError(f"unknown sessions action {action!r}")
+
+
+def _delete(db: Any, args: Any, out: TextIO) -> int:
+    sid = resolve(db, args.session)
+    _check_can_ask(args.yes, f"not deleting {sid}")
+    if not args.yes:
+        out.write("This deletes, with all its messages:\n")
+        out.write("\n".join(removal_lines([db.get_session(sid) or {"id": sid}])) + "\n")
+        if not _confirm("Delete it?", out):
+            out.write("Nothing deleted.\n")
+            return 0
+    db.delete_session(sid)
+    out.write(f"deleted {sid}\n")
+    return 0
+
+
+def _prune(db: Any, args: Any, out: TextIO) -> int:
+    if args.older_than < 0:
+        raise CommandError("--older-than takes a number of days (0 or more)")
+    keep = 0.0 if args.force else PRUNE_KEEPS_ACTIVE_SECONDS
+    idle = f"idle for more than {args.older_than:g} days"
+    rows = db.prune_candidates(args.older_than, keep_active_within=keep)
+    if not rows:
+        kept = "" if args.force else " (sessions active in the last hour are kept; --force includes them)"
+        out.write(f"Nothing to prune: no session {idle}{kept}.\n")
+        return 0
+    plural = "s" if len(rows) != 1 else ""
+    _check_can_ask(args.yes, f"not pruning {len(rows)} session{plural} {idle}")
+    if not args.yes:
+        out.write(f"This deletes {len(rows)} session{plural} {idle}, with all their messages:\n")
+        out.write("\n".join(removal_lines(rows)) + "\n")
+        if not _confirm(f"Delete {'them' if len(rows) > 1 else 'it'}?", out):
+            out.write("Nothing deleted.\n")
+            return 0
+    n = db.prune_sessions(args.older_than, keep_active_within=keep, only=[r["id"] for r in rows])
+    out.write(f"pruned {n} session{'s' if n != 1 else ''} {idle}\n")
+    return 0
 
 
 def add_parser(sub: Any) -> None:
@@ -230,6 +275,8 @@ def add_parser(sub: Any) -> None:
     pd = ss.add_parser("delete", help="delete a session and its messages")
     pd.add_argument("session", metavar="ID")
     pd.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    pp = ss.add_parser("prune", help="delete sessions idle for more than DAYS")
+    pp = ss.add_parser("prune", help="delete sessions idle for more than DAYS (asks first)")
     pp.add_argument("--older-than", type=float, required=True, metavar="DAYS")
+    pp.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    pp.add_argument("--force", action="store_true", help="include sessions active in the last hour")
     p.set_defaults(sessions_action=None)

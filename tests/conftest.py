@@ -3,11 +3,16 @@
 - ``hermes_home`` (autouse): a fresh temp ``HERMES_HOME`` and an environment scrubbed of
   provider/gateway settings, so no test ever reads or writes the real ``~/.hermes``.
 - ``fake_provider``: a started ``tests.fake_provider.FakeProvider``, stopped afterwards.
+- An exception that escapes any background thread (``threading.excepthook``) while a test sets
+  up, runs or tears down fails that test: a dead worker thread is a bug even when the main
+  thread's assertions happen to pass.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+import traceback
 from pathlib import Path
 
 import pytest
@@ -24,6 +29,42 @@ _CLEARED_VARS = (
     "GATEWAY_ALLOWED_USERS",
 )
 _CLEARED_PREFIXES = ("API_SERVER_", "TELEGRAM_")
+
+
+def _fail_on_thread_exceptions():
+    """Wrap one test phase: collect what reaches threading.excepthook, then fail with it."""
+    caught: list[str] = []
+    previous = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        name = args.thread.name if args.thread is not None else "<unknown>"
+        tb = "".join(traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback))
+        caught.append(f"exception in background thread {name!r}:\n{tb}")
+
+    threading.excepthook = hook
+    try:
+        result = yield
+    finally:
+        threading.excepthook = previous
+    if caught:
+        pytest.fail("\n".join(caught), pytrace=False)
+    return result
+
+
+# trylast: innermost, so pytest's own per-phase hook (pytest 8) is saved and restored around ours
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_setup(item):
+    return (yield from _fail_on_thread_exceptions())
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_call(item):
+    return (yield from _fail_on_thread_exceptions())
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    return (yield from _fail_on_thread_exceptions())
 
 
 @pytest.fixture(autouse=True)

@@ -203,9 +203,11 @@ def test_an_empty_reply_is_asked_again_once(make_agent, fake_provider):
     assert result["completed"] and result["final_response"] == "" and len(fake_provider.requests) == 4
 
 
-def test_secrets_never_reach_the_provider_or_the_store(make_agent, fake_provider, monkeypatch):
+def test_secrets_never_reach_the_provider_or_the_store(make_agent, fake_provider, monkeypatch, tmp_path):
     monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-9f8e7d6c5b4a")
-    fake_provider.queue(tool_calls([("terminal", {"command": "echo $MY_SERVICE_TOKEN; echo done"})]), text("ok"))
+    (tmp_path / "notes.txt").write_text("token tok-9f8e7d6c5b4a\n")  # the shell itself no longer gets it
+    fake_provider.queue(tool_calls([("terminal", {"command": "cat notes.txt; echo $MY_SERVICE_TOKEN; echo done"})]),
+                        text("ok"))
     events = []
     agent = make_agent(api_key="sk-secret-key-123456", tool_progress_callback=events.append)
     assert agent.run_conversation("print the token")["completed"]

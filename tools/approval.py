@@ -8,6 +8,7 @@ patterns are broad; the blocked check parses the command so it only fires on the
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 from typing import TYPE_CHECKING
@@ -107,27 +108,60 @@ def detect_blocked(command: str) -> str | None:
 
 
 def request_approval(command: str, reason: str, ctx: "ToolContext") -> bool:
-    """Ask (or decide) whether a dangerous command may run. Fails closed on any doubt."""
+    """Ask (or decide) whether a dangerous command may run. Fails closed on any doubt.
+
+    "always" covers this exact command text, in this session only: the user saw that text and
+    nothing else, so a different command with the same risk asks again, and so does a new session.
+    """
     if detect_blocked(command):
         return False
+    return ask(command, reason, ctx)
+
+
+def ask(question: str, reason: str, ctx: "ToolContext") -> bool:
+    """The approval flow itself: yolo, this session's "always" answers, then the user's callback."""
     if ctx.yolo:
         return True
-    keys = {key for key, _ in match_all_dangerous(command)} or {reason}
+    key = (ctx.session_id, question)
     with ctx.approval_lock:  # parallel tool calls ask one at a time, and see each other's "always"
-        if keys <= ctx.always_allowed:
+        if key in ctx.always_allowed:
             return True
         if ctx.approval_callback is None:
             return False
         try:
-            answer = ctx.approval_callback(command, reason)
+            answer = ctx.approval_callback(question, reason)
         except Exception:
             return False
         answer = str(answer or "").strip().lower()
         if answer == "always":
-            ctx.always_allowed.update(keys)
+            ctx.always_allowed.add(key)
             return True
         return answer == "once"
 
+
+MAX_SHOWN_VALUE = 200
+
+
+def describe_call(name: str, args: dict) -> str:
+    """A tool call as the user will read it in the approval question (long values shortened)."""
+    parts = []
+    for key, value in args.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        if len(text) > MAX_SHOWN_VALUE:
+            text = f"{text[:MAX_SHOWN_VALUE]}... ({len(text):,} chars)"
+        parts.append(f"{key}={text!r}" if isinstance(value, str) else f"{key}={text}")
+    return f"{name} {' '.join(parts)}".strip()
+
+
+def approve_mutation(name: str, args: dict, ctx: "ToolContext") -> None:
+    """Consent for a tool that changes something (ctx.mutations "ask" or "deny"); raises ToolError."""
+    from tools.registry import ToolError
+
+    if ctx.mutations == "deny":
+        raise ToolError("refused: changes need the user's consent and this run cannot ask "
+                        "(rerun with --yolo to allow them); answer without this tool")
+    if not ask(describe_call(name, args), f"{name} changes files or runs commands", ctx):
+        raise ToolError("not approved by the user; answer without this tool")
 
 
 # --- parsing helpers -----------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """File tools: read_file, write_file, patch, search_files.
 
 Paths resolve against ctx.cwd. Paths outside it are allowed (the user may ask for them), but the
-result always says so, so neither the model nor the user is surprised.
+result always says so, so neither the model nor the user is surprised; a gateway session
+(`ctx.confine_to`) refuses them. Secrets and key files need the user's approval to be read or
+written (`tools.path_policy`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import os
 import re
 from pathlib import Path
 
+from tools.path_policy import (KEY_SNIFF_BYTES, is_private_key, outside_root, secret_reason,
+                               system_write_reason)
 from tools.registry import ToolContext, ToolError, ToolSpec, register
 
 MAX_LINE_CHARS = 2000
@@ -24,43 +28,58 @@ SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "
 
 
 def resolve_path(ctx: ToolContext, path: str) -> tuple[Path, str]:
-    """Absolute path for `path`, plus a note ("" when inside the working directory)."""
+    """Absolute path for `path`, plus a note ("" when inside the working directory).
+
+    With ``ctx.confine_to`` set (gateway sessions), a path outside it is a ToolError instead.
+    """
     if not isinstance(path, str) or not path.strip():
         raise ToolError("'path' is empty")
     p = Path(path).expanduser()
     base = Path(ctx.cwd).resolve()
     full = (p if p.is_absolute() else base / p).resolve()
+    if ctx.confine_to is not None:
+        root = Path(ctx.confine_to).resolve()
+        if outside_root(full, root):
+            raise ToolError(f"{full} is outside the working directory {root}; file tools in this "
+                            "session only reach files inside it")
     if full == base or base in full.parents:
         return full, ""
     return full, f"(note: {full} is outside the working directory {base})"
 
 
-_SENSITIVE_FILES = (".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile", ".gitconfig", ".netrc")
+def _head(full: Path) -> bytes:
+    try:
+        with open(full, "rb") as fh:
+            return fh.read(max(BINARY_SNIFF_BYTES, KEY_SNIFF_BYTES))
+    except OSError:
+        return b""
 
 
-def sensitive_area(full: Path) -> str | None:
-    """Why writing ``full`` needs the user's approval (credentials, system config, shell start-up)."""
-    home = Path.home().resolve()
-    if full == home / ".ssh" or home / ".ssh" in full.parents:
-        return "writes to ~/.ssh (credentials)"
-    if full == Path("/etc") or Path("/etc") in full.parents:
-        return "writes to /etc (system configuration)"
-    if full.parent == home and full.name in _SENSITIVE_FILES:
-        return f"writes to ~/{full.name} (runs at every login or holds credentials)"
-    if Path("/dev") in full.parents or Path("/boot") in full.parents:
-        return "writes to a device or boot file"
-    return None
+def protected_reason(full: Path, content: str | None = None) -> str | None:
+    """Why `full` (resolved) or the text about to be written into it holds secrets, or None."""
+    from agent.config import hermes_home
+
+    reason = secret_reason(full, Path.home().resolve(), hermes_home().resolve())
+    if reason is None and full.is_file() and is_private_key(_head(full)):
+        reason = f"{full.name} holds a private key"
+    if reason is None and content is not None and is_private_key(content[:KEY_SNIFF_BYTES].encode()):
+        reason = "the content is a private key"
+    return reason
 
 
-def _approve_write(tool: str, full: Path, ctx: ToolContext) -> None:
-    """The same approval the terminal asks for its dangerous commands; no answer means no write."""
-    reason = sensitive_area(full)
+def _guard(tool: str, full: Path, ctx: ToolContext, write: bool, content: str | None = None) -> None:
+    """Secrets (read or write) and system areas (write) need the user's approval; where no one
+    can be asked (the gateway, a one-shot run without a terminal) they are refused."""
+    reason = protected_reason(full, content)
+    if reason is None and write:
+        reason = system_write_reason(full, Path.home().resolve())
     if reason is None:
         return
-    from tools.approval import request_approval
+    from tools.approval import ask
 
-    if not request_approval(f"{tool} {full}", reason, ctx):
-        raise ToolError(f"{tool} to {full} denied: it {reason}; ask the user to approve it or choose another path")
+    if not ask(f"{tool} {full}", reason, ctx):
+        raise ToolError(f"{tool} {full} denied: {reason}; only the user at the terminal can allow "
+                        "it. Choose another path or ask the user")
 
 
 def _display(ctx: ToolContext, full: Path) -> str:
@@ -109,6 +128,7 @@ def read_file(args: dict, ctx: ToolContext) -> str:
         raise ToolError(_missing_hint(full))
     if full.is_dir():
         raise ToolError(f"{full} is a directory; use search_files with target='files' to list it")
+    _guard("read_file", full, ctx, write=False)
     if _is_binary(full):
         raise ToolError(f"{full} looks like a binary file (NUL bytes); read_file only shows text")
     shown: list[str] = []
@@ -152,7 +172,7 @@ def write_file(args: dict, ctx: ToolContext) -> str:
     content = args["content"]
     if full.is_dir():
         raise ToolError(f"{full} is a directory")
-    _approve_write("write_file", full, ctx)
+    _guard("write_file", full, ctx, write=True, content=content)
     full.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
     existed = full.exists()
@@ -195,7 +215,7 @@ def patch(args: dict, ctx: ToolContext) -> str:
         raise ToolError("old_string and new_string are identical; nothing to change")
     if _is_binary(full):
         raise ToolError(f"{full} looks like a binary file; patch only edits text")
-    _approve_write("patch", full, ctx)
+    _guard("patch", full, ctx, write=True, content=new)
     try:
         with open(full, encoding="utf-8", newline="") as fh:
             text = fh.read()
@@ -265,11 +285,31 @@ def _search_names(root: Path, pattern: str, max_results: int, ctx: ToolContext) 
     return hits, False
 
 
+class _Protected:
+    """Content search skips secrets and key files (the user approved none of them); counts them."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.skipped: set[Path] = set()
+        self._seen: dict[Path, bool] = {}
+
+    def __call__(self, full: Path) -> bool:
+        if not self.enabled:
+            return False
+        if full not in self._seen:
+            self._seen[full] = protected_reason(full.resolve()) is not None
+        if self._seen[full]:
+            self.skipped.add(full)
+        return self._seen[full]
+
+
 def _search_content_python(root: Path, rx: re.Pattern[str], glob: str | None, max_results: int,
-                           ctx: ToolContext) -> tuple[list[str], bool]:
+                           ctx: ToolContext, hidden: _Protected) -> tuple[list[str], bool]:
     hits: list[str] = []
     for full in _walk(root, ctx):
         if glob and not _glob_match(full, root, glob):
+            continue
+        if hidden(full):
             continue
         try:
             if full.is_symlink() or full.stat().st_size > MAX_SEARCH_FILE_BYTES or _is_binary(full):
@@ -288,7 +328,7 @@ def _search_content_python(root: Path, rx: re.Pattern[str], glob: str | None, ma
 
 
 def _search_content_rg(rg: str, root: Path, pattern: str, glob: str | None, max_results: int,
-                       ignore_case: bool, ctx: ToolContext) -> tuple[list[str], bool] | None:
+                       ignore_case: bool, ctx: ToolContext, hidden: _Protected) -> tuple[list[str], bool] | None:
     """ripgrep, when installed; None means "fall back to Python" (e.g. a regex rg rejects)."""
     import subprocess
 
@@ -310,7 +350,7 @@ def _search_content_rg(rg: str, root: Path, pattern: str, glob: str | None, max_
     hits: list[str] = []
     for raw in proc.stdout.splitlines():
         m = re.match(r"(.*?):(\d+):(.*)", raw)
-        if not m:
+        if not m or hidden(Path(m.group(1))):
             continue
         if len(hits) >= max_results:
             return hits, True
@@ -338,10 +378,17 @@ def search_files(args: dict, ctx: ToolContext) -> str:
             rx = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
         except re.error as exc:
             raise ToolError(f"invalid regex {pattern!r}: {exc}") from None
+        _guard("search_files", root, ctx, write=False)  # searching inside ~/.ssh asks first
+        hidden = _Protected(enabled=protected_reason(root) is None)
         rg = shutil.which("rg")
-        found = _search_content_rg(rg, root, pattern, glob, max_results, ignore_case, ctx) if rg else None
-        hits, more = found if found is not None else _search_content_python(root, rx, glob, max_results, ctx)
+        found = _search_content_rg(rg, root, pattern, glob, max_results, ignore_case, ctx, hidden) if rg else None
+        if found is None:
+            found = _search_content_python(root, rx, glob, max_results, ctx, hidden)
+        hits, more = found
         what = "matches"
+        if hidden.skipped:
+            note = "\n".join(n for n in (note, f"(skipped {len(hidden.skipped)} file(s) holding secrets or "
+                                                 "private keys; read_file asks the user for those)") if n)
     if not hits:
         return _with_note(f"no {what} for {pattern!r} in {_display(ctx, root) or '.'}", note)
     body = "\n".join(hits)
@@ -372,7 +419,7 @@ register(ToolSpec(
         "path": _PATH,
         "content": {"type": "string", "description": "The complete new file content."},
     }, "required": ["path", "content"]},
-    write_file, "file",
+    write_file, "file", mutating=True,
 ))
 register(ToolSpec(
     "patch",
@@ -384,7 +431,7 @@ register(ToolSpec(
         "new_string": {"type": "string", "description": "Replacement text."},
         "replace_all": {"type": "boolean", "description": "Replace every occurrence. Default false."},
     }, "required": ["path", "old_string", "new_string"]},
-    patch, "file",
+    patch, "file", mutating=True,
 ))
 register(ToolSpec(
     "search_files",

@@ -46,7 +46,7 @@ class ToolContext:
     session_id: str | None = None
     approval_callback: Callable[[str, str], str] | None = None
     yolo: bool = False
-    always_allowed: set[str] = field(default_factory=set)
+    always_allowed: set[tuple[str | None, str]] = field(default_factory=set)  # (session, command)
     interrupt_event: threading.Event | None = None
     max_output_chars: int = 50_000
     timeout: int = 180
@@ -58,6 +58,9 @@ class ToolContext:
     agent: Any = None  # the owning AIAgent, opaque to tools except delegation
     origin: dict | None = None  # the chat a gateway turn came from: {platform, chat_id, thread_id}
     turn: dict = field(default_factory=dict)  # per-turn scratch (failure caps); reset every turn
+    # Least privilege, decided where the agent is built (gateway, one-shot, embedded model):
+    confine_to: Path | None = None  # file tools refuse paths outside this directory
+    mutations: str = "allow"  # mutating tools: "allow", "ask" (approval each call) or "deny"
 
     def __post_init__(self) -> None:
         self.cwd = Path(self.cwd).expanduser()
@@ -73,6 +76,7 @@ class ToolSpec:
     handler: Callable[[dict, ToolContext], str]
     toolset: str
     check: Callable[[], str | None] | None = None
+    mutating: bool = False  # changes files, runs commands or acts outside Hermes (see ctx.mutations)
 
 
 _registry: dict[str, ToolSpec] = {}
@@ -390,6 +394,10 @@ def dispatch(name: str, args: dict | None, ctx: ToolContext) -> str:
     if reason is not None:
         raise ToolError(f"tool {name!r} is unavailable: {reason}")
     args = validate_args(name, spec.parameters or {}, args)
+    if spec.mutating and ctx.mutations != "allow" and not ctx.yolo:
+        from tools.approval import approve_mutation
+
+        approve_mutation(name, args, ctx)  # raises ToolError unless the user consents
     try:
         result = spec.handler(args, ctx)
     except ToolError:

@@ -1,4 +1,8 @@
-"""The `terminal` tool: run a shell command, safely bounded in time, output and blast radius."""
+"""The `terminal` tool: run a shell command, safely bounded in time, output and blast radius.
+
+The shell inherits the environment minus provider and platform secrets (`agent.redact`): a command
+the model runs has no use for OPENAI_API_KEY, and a printed environment would hand it over.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import re
 import threading
 from pathlib import Path
 
+from agent.redact import config_secrets, shell_environment
 from tools.registry import ToolContext, ToolError, ToolSpec, register
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
@@ -156,7 +161,7 @@ def run_command(command: str, ctx: ToolContext, timeout: int | None = None, work
     cwd = _resolve_workdir(ctx, workdir)
     limit = int(timeout if timeout is not None else ctx.timeout)
     limit = min(max(limit, 1), _MAX_TIMEOUT)
-    env = dict(os.environ)
+    env = shell_environment(os.environ, config_secrets(ctx.config))  # a shell needs no API keys
     env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
     read_fd, write_fd = os.pipe()
     try:
@@ -236,4 +241,4 @@ def _check() -> str | None:
     return _bash_missing[0]
 
 
-register(ToolSpec("terminal", DESCRIPTION, SCHEMA, terminal, "terminal", _check))
+register(ToolSpec("terminal", DESCRIPTION, SCHEMA, terminal, "terminal", _check, mutating=True))

@@ -24,6 +24,8 @@ Design notes (why, not what):
   tool calls; they are rewritten to plain user/assistant text so no template ever crashes on them.
 - A tiny model produces junk tool calls; they are returned as produced (the loop answers malformed
   calls with a tool error). Only a context overflow or an unusable model raises.
+- It also copies the plain-text rendering of earlier tool calls into its answer; those lines are
+  dropped (``tool_echo``), so a tool call is never shown as the reply.
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ from types import SimpleNamespace
 from typing import Any, Iterator, Optional
 
 from agent.messages import content_text
+from agent.providers.tool_echo import EchoFilter, render_call, render_result, strip_echoes
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +216,7 @@ def _call_parts(call: Any) -> tuple[str, str]:
     return str(_field(fn, "name", "") or ""), args or "{}"
 
 
-def _prepare_messages(messages: list, native_tool_calls: bool) -> list[dict]:
+def prepare_messages(messages: list, native_tool_calls: bool) -> list[dict]:
     """Rewrite an agent history into messages every template renders: system/user/assistant with str content.
 
     Tool results become user messages ("Tool result (name): ..."). Assistant tool calls are kept as
@@ -238,11 +241,11 @@ def _prepare_messages(messages: list, native_tool_calls: bool) -> list[dict]:
                     {"type": "function", "function": {"name": n, "arguments": a}} for n, a in parts]})
             else:
                 lines = [text] if text else []
-                lines += [f"[called tool {n} with arguments {a}]" for n, a in parts]
+                lines += [render_call(n, a) for n, a in parts]
                 out.append({"role": "assistant", "content": "\n".join(lines)})
         elif role in ("tool", "function"):
             name = _field(m, "name") or names.get(str(_field(m, "tool_call_id", "")), "") or "tool"
-            out.append({"role": "user", "content": f"Tool result ({name}): {text}"})
+            out.append({"role": "user", "content": render_result(name, text)})
         else:
             out.append({"role": "user", "content": text})
     return out
@@ -435,7 +438,8 @@ class LocalClient:
                 return s
             out = self._run(lambda: m.llm.create_completion(prompt=tokens, **kw))
             ch, u = out["choices"][0], out.get("usage") or {}
-            return _completion(model_name, ch.get("text") or "", None, ch.get("finish_reason") or "stop",
+            answer = strip_echoes(ch.get("text") or "")
+            return _completion(model_name, answer, None, ch.get("finish_reason") or "stop",
                                _usage(len(tokens), int(u.get("completion_tokens") or 0)))
         finally:
             if not handed_off:
@@ -470,7 +474,7 @@ class LocalClient:
         ChatML is the fallback when the model has no template or its template rejects the history.
         Formatting here (not in llama's chat handler) keeps the prompt token count exact when streaming.
         """
-        msgs = _prepare_messages(messages, native_tool_calls=False)
+        msgs = prepare_messages(messages, native_tool_calls=False)
         stop_extra: list[str] = []
         try:
             res = m.formatter(messages=msgs)
@@ -492,12 +496,18 @@ class LocalClient:
         cid = f"chatcmpl-{uuid.uuid4().hex}"
         yield _chunk(cid, model_name, role="assistant", content="")
         text, finish = [], "stop"
+        echoes = EchoFilter()  # the user never sees a line that only echoes a tool call
         for raw in self._iter_overflow(it):
             ch = raw["choices"][0]
             if ch.get("text"):
                 text.append(ch["text"])
-                yield _chunk(cid, model_name, content=ch["text"])
+                shown = echoes.feed(ch["text"])
+                if shown:
+                    yield _chunk(cid, model_name, content=shown)
             finish = ch.get("finish_reason") or finish
+        rest = echoes.flush().rstrip()
+        if rest:
+            yield _chunk(cid, model_name, content=rest)
         n_out = len(m.llm.tokenize("".join(text).encode("utf-8"), add_bos=False, special=True)) if text else 0
         usage = _usage(n_prompt, n_out)
         yield _chunk(cid, model_name, finish=finish, usage=usage)
@@ -517,7 +527,7 @@ class LocalClient:
         """Grammar-constrained function calling via llama-cpp-python's chatml-function-calling handler."""
         from llama_cpp.llama_chat_format import chatml_function_calling
 
-        msgs = _prepare_messages(messages, native_tool_calls=True)
+        msgs = prepare_messages(messages, native_tool_calls=True)
         if not any(x["role"] == "system" for x in msgs):  # the handler lists the tools in the system turn
             msgs.insert(0, {"role": "system", "content": "You are a helpful assistant."})
         tool_dicts = [t if isinstance(t, dict) else _plain(t) for t in tools]
@@ -534,8 +544,8 @@ class LocalClient:
         ch = out["choices"][0]
         msg = ch.get("message") or {}
         calls = _tool_call_objs(msg.get("tool_calls") or [])
-        content = msg.get("content")
-        if not calls and not (content or "").strip():
+        content = strip_echoes(msg.get("content") or "")
+        if not calls and not content.strip():
             # a tiny model often picks "message" and then says nothing; answer without the grammar
             return self._plain_completion(m, messages, gen, budget, model_name)
         finish = "tool_calls" if calls else (ch.get("finish_reason") or "stop")
@@ -546,7 +556,8 @@ class LocalClient:
         tokens, kw = self._plain_request(m, messages, gen, budget)
         raw = self._run(lambda: m.llm.create_completion(prompt=tokens, **kw))
         u = raw.get("usage") or {}
-        return _completion(model_name, raw["choices"][0].get("text") or "", None, "stop",
+        answer = strip_echoes(raw["choices"][0].get("text") or "")
+        return _completion(model_name, answer, None, "stop",
                            _usage(len(tokens), int(u.get("completion_tokens") or 0)))
 
     @staticmethod

@@ -1,4 +1,5 @@
-"""End to end on the embedded model: `hermes` with nothing configured answers, and runs a real tool."""
+"""End to end on the embedded model: `hermes` with nothing configured answers, and its tool calls run
+only with the user's consent (asked in the REPL, refused in one-shot runs), always in a scratch directory."""
 from __future__ import annotations
 
 import importlib.util
@@ -23,32 +24,74 @@ def _skip_reason() -> str | None:
 pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
 
 
-def test_unconfigured_hermes_answers_on_the_embedded_model(hermes_home):
-    res = run_hermes("-z", "Say hello.", "-t", "none", env=hermes_env(), timeout=240)
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.strip()
-    notices = [line for line in res.stderr.splitlines() if "embedded local model" in line]
-    assert len(notices) == 1 and "hermes setup" in notices[0] and "OPENAI_BASE_URL" in notices[0]
-
-
-def test_embedded_model_makes_a_real_tool_call(hermes_home, tmp_path):
-    # one model call: the grammar-constrained handler emits the call, the terminal tool really runs it
-    # (in a scratch directory: the 135M model picks the command's arguments itself)
-    work = tmp_path / "work"
-    work.mkdir()
-    res = run_hermes("chat", "-q", "Run the shell command: echo hello", "-t", "terminal", "--yolo",
-                     "--max-turns", "1", env=hermes_env(), timeout=240, cwd=work)
-    assert "Traceback" not in res.stderr
-    # the tiny model picks its own arguments (sometimes a workdir that does not exist): what is pinned
-    # here is that a grammar-valid call came out and really ran, not that the command succeeded
-    assert "✓ terminal" in res.stderr or "✗ terminal" in res.stderr, res.stderr
+def _tool_rows() -> tuple[list[dict], list[dict]]:
     from hermes_state import SessionDB
 
     with SessionDB() as db:
         (session,) = db.list_sessions()
         msgs = db.get_messages(session["id"])
     calls = [m for m in msgs if m["role"] == "assistant" and m.get("tool_calls")]
-    results = [m for m in msgs if m["role"] == "tool"]
+    return calls, [m for m in msgs if m["role"] == "tool"]
+
+
+def test_unconfigured_hermes_answers_on_the_embedded_model(hermes_home):
+    res = run_hermes("-z", "Say hello.", "-t", "none", env=hermes_env(), timeout=240)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() and "[called" not in res.stdout
+    notices = [line for line in res.stderr.splitlines() if "embedded local model" in line]
+    assert len(notices) == 1 and "hermes setup" in notices[0] and "OPENAI_BASE_URL" in notices[0]
+
+
+def test_one_shot_refuses_the_embedded_models_changes_without_yolo(hermes_home, tmp_path):
+    # issue 15 item 10: the 135M model wrote files and ran shell commands nobody asked for. In a
+    # one-shot run there is no one to ask, so changes are refused (--yolo allows them). The scratch
+    # directory is the working directory: whatever the model picks, nothing may appear in it.
+    work = tmp_path / "work"
+    work.mkdir()
+    res = run_hermes("chat", "-q", "Run the shell command: echo hello", "-t", "terminal", "--max-turns", "1",
+                     env=hermes_env(), timeout=240, cwd=work)
+    assert "Traceback" not in res.stderr
+    assert "✗ terminal" in res.stderr and "refused" in res.stderr, res.stderr
+    assert "[called" not in res.stdout  # never a tool call printed as the answer
+    if res.returncode != 0:
+        assert "no answer came from the model" in res.stderr or "no final answer" in res.stderr
+    calls, results = _tool_rows()
     assert calls and calls[0]["tool_calls"][0]["function"]["name"] == "terminal"
-    assert results and results[0]["tool_call_id"] == calls[0]["tool_calls"][0]["id"]
-    assert '"exit_code"' in str(results[0]["content"]) or "terminal:" in str(results[0]["content"])
+    assert results and "refused" in results[0]["content"] and '"exit_code"' not in results[0]["content"]
+    assert list(work.iterdir()) == []
+
+
+def test_the_repl_asks_before_the_embedded_model_runs_a_tool(hermes_home, tmp_path):
+    # the grammar-constrained handler emits the call (the model picks its arguments, so it runs in a
+    # scratch directory); the user approves it once, then it really runs: consent, not --yolo
+    import sys
+
+    import pexpect
+
+    from tests.cli.conftest import strip_ansi
+
+    work = tmp_path / "work"
+    work.mkdir()
+    child = pexpect.spawn(sys.executable, ["-m", "hermes_cli.main", "-t", "terminal", "--max-turns", "1"],
+                          env=hermes_env(HERMES_APPROVAL_TIMEOUT="60"), cwd=str(work), encoding="utf-8",
+                          timeout=240, dimensions=(40, 160))
+    try:
+        child.expect("❯")
+        child.send("Run the shell command: echo hello\r")
+        child.expect(r"\[o\]nce / \[a\]lways / \[d\]eny")
+        question = strip_ansi(child.before)
+        assert "needs your approval" in question and "terminal command=" in question
+        assert "this exact command" in question
+        child.send("o\r")
+        child.expect(r"[✓✗] terminal")
+        child.expect("❯")
+        assert "[called" not in strip_ansi(child.before)
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF, timeout=30)
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+    calls, results = _tool_rows()
+    assert calls and calls[0]["tool_calls"][0]["function"]["name"] == "terminal"
+    assert results and ('"exit_code"' in results[0]["content"] or "terminal:" in results[0]["content"])
+    assert "not approved" not in results[0]["content"]

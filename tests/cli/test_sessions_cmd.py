@@ -2,7 +2,13 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+import sys
+import time
 
+import pexpect
+
+from tests.cli.conftest import ROOT, hermes_env, strip_ansi
 from tests.fake_provider import text
 
 
@@ -66,7 +72,74 @@ def test_resume_by_title_and_prune(hermes, fake_provider):
     assert "tell me about kiwi birds" in [m.get("content") for m in fake_provider.requests[-1]["messages"]]
 
     res = hermes("sessions", "prune", "--older-than", "1")
-    assert res.returncode == 0 and "pruned 0 sessions" in res.stdout
+    assert res.returncode == 0 and "Nothing to prune" in res.stdout
+    # issue 15 item 7: sessions active in the last hour are never pruned without --force
     res = hermes("sessions", "prune", "--older-than", "0")
+    assert res.returncode == 0 and "Nothing to prune" in res.stdout and "--force" in res.stdout
+    # ... and without a terminal to ask on, --yes is required: one line, nothing removed
+    res = hermes("sessions", "prune", "--older-than", "0", "--force")
+    assert res.returncode == 1 and res.stderr.count("\n") == 1 and "--yes" in res.stderr
+    assert kiwi in hermes("sessions", "list").stdout
+    res = hermes("sessions", "prune", "--older-than", "0", "--force", "--yes")
     assert res.returncode == 0 and "pruned 2 sessions" in res.stdout
     assert "No sessions yet" in hermes("sessions", "list").stdout
+
+
+def _age(session_id: str, days: float) -> None:
+    """Make a session look idle for `days` (the store keeps activity times in sessions.updated_at)."""
+    from agent.config import hermes_home
+
+    past = time.time() - days * 86400
+    with sqlite3.connect(hermes_home() / "state.db") as conn:
+        conn.execute("UPDATE sessions SET started_at = ?, updated_at = ? WHERE id = ?", (past, past, session_id))
+
+
+def _spawn(fp, *args: str) -> pexpect.spawn:
+    return pexpect.spawn(sys.executable, ["-m", "hermes_cli.main", *args], env=hermes_env(fp), cwd=str(ROOT),
+                         encoding="utf-8", timeout=30, dimensions=(40, 160))
+
+
+def test_delete_on_a_terminal_shows_the_session_and_asks(hermes, fake_provider):
+    kiwi, octo = _make_sessions(hermes, fake_provider)
+    assert hermes("sessions", "rename", octo, "cephalopods").returncode == 0
+    child = _spawn(fake_provider, "sessions", "delete", octo)
+    child.expect(r"\[y/N\]")
+    shown = strip_ansi(child.before)
+    assert octo in shown and "cephalopods" in shown and kiwi not in shown
+    child.sendline("n")
+    child.expect(pexpect.EOF)
+    assert "Nothing deleted" in child.before
+    child.close()
+    assert octo in hermes("sessions", "list").stdout
+
+    child = _spawn(fake_provider, "sessions", "delete", octo)
+    child.expect(r"\[y/N\]")
+    child.sendline("y")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    listing = hermes("sessions", "list").stdout
+    assert octo not in listing and kiwi in listing
+
+
+def test_prune_lists_what_it_removes_asks_and_spares_recent_sessions(hermes, fake_provider):
+    kiwi, octo = _make_sessions(hermes, fake_provider)
+    _age(octo, 10)  # idle for 10 days; kiwi was used a moment ago
+    child = _spawn(fake_provider, "sessions", "prune", "--older-than", "0")
+    child.expect(r"\[y/N\]")
+    shown = strip_ansi(child.before)
+    assert "1 session" in shown and octo in shown and kiwi not in shown
+    child.sendline("y")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0 and "pruned 1 session" in child.before
+    listing = hermes("sessions", "list").stdout
+    assert octo not in listing and kiwi in listing
+
+    child = _spawn(fake_provider, "sessions", "prune", "--older-than", "0", "--force")
+    child.expect(r"\[y/N\]")
+    assert kiwi in strip_ansi(child.before)
+    child.sendline("")  # the default is no
+    child.expect(pexpect.EOF)
+    child.close()
+    assert "Nothing deleted" in child.before and kiwi in hermes("sessions", "list").stdout

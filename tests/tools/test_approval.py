@@ -72,15 +72,28 @@ def test_callback_once_always_deny(tmp_path):
     assert ctx.always_allowed == set()
     ctx.approval_callback = cb("always")
     assert request_approval("rm -rf x", "recursive delete", ctx) is True
-    assert ctx.always_allowed  # the pattern key was remembered
     ctx.approval_callback = cb("deny")
     n = len(calls)
-    assert request_approval("rm -r other", "recursive delete", ctx) is True  # same pattern: no ask
+    assert request_approval("rm -rf x", "recursive delete", ctx) is True  # the exact command: no ask
     assert len(calls) == n
-    # a different pattern still asks
-    assert request_approval("git reset --hard", "git reset --hard", ctx) is False
-    assert len(calls) == n + 1
     assert calls[0] == ("rm -rf x", "recursive delete")
+
+
+def test_always_covers_only_the_exact_command_in_this_session(tmp_path):
+    # issue 15 item 4: "always" used to remember the pattern ("recursive delete"), so one yes let
+    # every later `rm -r <anything>` through without the user ever seeing it
+    asked = []
+    ctx = make_ctx(tmp_path, lambda c, r: asked.append(c) or "always")
+    ctx.session_id = "s1"
+    assert request_approval("rm -rf build", "recursive delete", ctx) is True
+    ctx.approval_callback = lambda c, r: asked.append(c) or "deny"
+    assert request_approval("rm -rf build", "recursive delete", ctx) is True
+    assert asked == ["rm -rf build"]
+    assert request_approval("rm -rf ~/projects", "recursive delete", ctx) is False  # same pattern
+    assert asked[-1] == "rm -rf ~/projects"
+    ctx.session_id = "s2"  # a new session starts with no standing approvals
+    assert request_approval("rm -rf build", "recursive delete", ctx) is False
+    assert asked[-1] == "rm -rf build" and len(asked) == 3
 
 
 def test_always_for_one_pattern_does_not_cover_another(tmp_path):

@@ -140,9 +140,14 @@ def test_callback_deny_once_always(tmp_path):
 
     answers.append("always")
     assert run(ctx, "rm -rf b")["exit_code"] == 0
-    assert run(ctx, "rm -r c")["exit_code"] == 0  # no second question for the same pattern
-    assert not (tmp_path / "b").exists() and not (tmp_path / "c").exists()
-    assert asked == ["rm -rf a", "rm -rf a", "rm -rf b"]
+    (tmp_path / "b").mkdir()
+    assert run(ctx, "rm -rf b")["exit_code"] == 0  # the same command: no second question
+    assert not (tmp_path / "b").exists()
+    answers.append("deny")  # "always" covered that exact command only, not every recursive delete
+    with pytest.raises(ToolError, match="command denied"):
+        run(ctx, "rm -r c")
+    assert (tmp_path / "c").exists()
+    assert asked == ["rm -rf a", "rm -rf a", "rm -rf b", "rm -r c"]
 
 
 def test_yolo_runs_dangerous(tmp_path):
@@ -176,3 +181,24 @@ def test_empty_command(ctx):
 
 def test_ansi_is_stripped(ctx):
     assert run(ctx, r"printf '\033[31mred\033[0m\n'")["output"] == "red\n"
+
+
+def test_the_shell_gets_no_provider_or_platform_secrets(tmp_path, monkeypatch):
+    # issue 15 item 4: `env` in the agent's shell used to print every key Hermes was started with
+    from agent.config import parse_config
+
+    secret_env = {
+        "OPENAI_API_KEY": "sk-openai-secret-1", "OPENROUTER_API_KEY": "sk-or-secret-22",
+        "API_SERVER_KEY": "api-server-secret-3", "TELEGRAM_BOT_TOKEN": "123:telegram-secret",
+        "HERMES_AUX_COMPRESSION_API_KEY": "aux-secret-4444", "GITHUB_TOKEN": "ghp_secret_55555",
+        "DB_PASSWORD": "hunter2hunter2", "AWS_SECRET_ACCESS_KEY": "aws-secret-666666",
+        "INNOCENT_LOOKING": "cfg-model-key-777",  # holds the configured model key: dropped by value
+    }
+    for name, value in secret_env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("KEEP_ME", "visible")
+    cfg = parse_config({"model": {"api_key": "cfg-model-key-777"}})
+    out = run(ToolContext(cwd=tmp_path, config=cfg), "env")["output"]
+    for name, value in secret_env.items():
+        assert f"{name}=" not in out and value not in out
+    assert "KEEP_ME=visible" in out and "PATH=" in out and "HOME=" in out
