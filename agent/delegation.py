@@ -207,7 +207,8 @@ def build_child(parent: Any, task: Task, *, toolsets: list[str], ctx: Any,
                     enabled_toolsets=toolsets, config=parent.config, platform=PLATFORM,
                     cwd=str(parent.cwd), yolo=bool(ctx.yolo),
                     approval_callback=approval_from_parent(ctx), status_callback=status_callback,
-                    confine_to=parent.confine_to, mutating_tools=parent.mutating_tools)  # never more than the parent
+                    # never more than the parent: its confinement and its policy for changes
+                    confine_to=parent.confine_to, mutating_tools=parent.mutating_tools)
     _depths[child] = depth_of(parent) + 1
     return child, message
 
