@@ -177,7 +177,7 @@ class AIAgent:
         if self.provider == "local":
             from agent.providers.local import LocalClient
 
-            client = LocalClient(model_path=self._model_path)
+            client = LocalClient(model_path=self._model_path, seed=getattr(self.config.model, "seed", None))
             self._raw_body = False
             return client
         import run_agent  # the seed patches run_agent.OpenAI

@@ -376,12 +376,14 @@ class LocalClient:
     """Quacks like the part of ``openai.OpenAI`` the agent loop uses: ``chat.completions.create``."""
 
     def __init__(self, model_path: Optional[str] = None, n_ctx: Optional[int] = None,
-                 n_threads: Optional[int] = None, verbose: bool = False) -> None:
+                 n_threads: Optional[int] = None, verbose: bool = False, seed: Optional[int] = None) -> None:
+        """``seed`` (config ``model.seed``): the same question gets the same answer (reproducible runs)."""
         self.model_path = _check_model_file(model_path or default_model_path())
         _check_llama()
         self.n_ctx = n_ctx if n_ctx and n_ctx > 0 else None
         self.n_threads = n_threads
         self.verbose = verbose
+        self.seed = int(seed) if seed is not None else None
         self.model_name = os.path.splitext(os.path.basename(self.model_path))[0]
         self.chat = SimpleNamespace(completions=_Completions(self))
         self._model: Optional[_Loaded] = None
@@ -418,6 +420,8 @@ class LocalClient:
         model_name = model or self.model_name
         gen = {k: v for k, v in {**kwargs, **(extra_body or {})}.items() if k in _GEN_KEYS and v is not None}
         gen.setdefault("temperature", DEFAULT_TEMPERATURE)
+        if self.seed is not None:
+            gen.setdefault("seed", self.seed)
         if isinstance(gen.get("stop"), str):
             gen["stop"] = [gen["stop"]]
         budget = int(max_tokens or max_completion_tokens or DEFAULT_MAX_TOKENS)

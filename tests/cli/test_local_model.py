@@ -24,11 +24,24 @@ def _skip_reason() -> str | None:
 pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
 
 
+ATTEMPTS = 4  # the 135M model sometimes answers in words instead of calling the tool: ask again
+
+
+def _seed(attempt: int) -> None:
+    """A fixed sampling seed per attempt (config model.seed): the same run on this build every time,
+    and a different draw for the next attempt."""
+    from agent.config import hermes_home
+    from tests.conftest import write_config
+
+    write_config(hermes_home(), f"model:\n  seed: {attempt + 1}\n")
+
+
 def _tool_rows() -> tuple[list[dict], list[dict]]:
+    """Tool calls and results of the newest session."""
     from hermes_state import SessionDB
 
     with SessionDB() as db:
-        (session,) = db.list_sessions()
+        session = db.list_sessions(limit=1)[0]
         msgs = db.get_messages(session["id"])
     calls = [m for m in msgs if m["role"] == "assistant" and m.get("tool_calls")]
     return calls, [m for m in msgs if m["role"] == "tool"]
@@ -48,49 +61,67 @@ def test_one_shot_refuses_the_embedded_models_changes_without_yolo(hermes_home, 
     # directory is the working directory: whatever the model picks, nothing may appear in it.
     work = tmp_path / "work"
     work.mkdir()
-    res = run_hermes("chat", "-q", "Run the shell command: echo hello", "-t", "terminal", "--max-turns", "1",
-                     env=hermes_env(), timeout=240, cwd=work)
-    assert "Traceback" not in res.stderr
+    for attempt in range(ATTEMPTS):
+        _seed(attempt)
+        res = run_hermes("chat", "-q", "Run the shell command: echo hello", "-t", "terminal", "--max-turns", "1",
+                         env=hermes_env(), timeout=240, cwd=work)
+        assert "Traceback" not in res.stderr
+        assert "[called" not in res.stdout  # never a tool call printed as the answer
+        if " terminal " in res.stderr:  # the model called the tool (✓/✗ line): that is what is pinned
+            break
     assert "✗ terminal" in res.stderr and "refused" in res.stderr, res.stderr
-    assert "[called" not in res.stdout  # never a tool call printed as the answer
-    if res.returncode != 0:
-        assert "no answer came from the model" in res.stderr or "no final answer" in res.stderr
+    assert res.returncode == 1 and "no final answer" in res.stderr  # --max-turns 1: the call was the turn
     calls, results = _tool_rows()
     assert calls and calls[0]["tool_calls"][0]["function"]["name"] == "terminal"
     assert results and "refused" in results[0]["content"] and '"exit_code"' not in results[0]["content"]
     assert list(work.iterdir()) == []
 
 
-def test_the_repl_asks_before_the_embedded_model_runs_a_tool(hermes_home, tmp_path):
-    # the grammar-constrained handler emits the call (the model picks its arguments, so it runs in a
-    # scratch directory); the user approves it once, then it really runs: consent, not --yolo
+def _repl_attempt(work) -> str | None:
+    """One REPL run: the message, then /quit typed ahead. The question when the model called the
+    tool (answered "once"), None when it answered without calling it (the REPL just quits)."""
     import sys
 
     import pexpect
 
     from tests.cli.conftest import strip_ansi
 
-    work = tmp_path / "work"
-    work.mkdir()
     child = pexpect.spawn(sys.executable, ["-m", "hermes_cli.main", "-t", "terminal", "--max-turns", "1"],
                           env=hermes_env(HERMES_APPROVAL_TIMEOUT="60"), cwd=str(work), encoding="utf-8",
                           timeout=240, dimensions=(40, 160))
     try:
         child.expect("❯")
         child.send("Run the shell command: echo hello\r")
-        child.expect(r"\[o\]nce / \[a\]lways / \[d\]eny")
+        child.send("/quit\r")  # typed ahead: quits at once if no question comes
+        if child.expect([r"\[o\]nce / \[a\]lways / \[d\]eny", pexpect.EOF]) == 1:
+            assert "[called" not in strip_ansi(child.before)
+            return None
         question = strip_ansi(child.before)
-        assert "needs your approval" in question and "terminal command=" in question
-        assert "this exact command" in question
         child.send("o\r")
         child.expect(r"[✓✗] terminal")
-        child.expect("❯")
-        assert "[called" not in strip_ansi(child.before)
-        child.sendcontrol("d")
-        child.expect(pexpect.EOF, timeout=30)
+        if child.expect(["❯", pexpect.EOF]) == 0:
+            assert "[called" not in strip_ansi(child.before)
+            child.sendcontrol("d")
+            child.expect(pexpect.EOF, timeout=30)
+        return question
     finally:
         if child.isalive():
             child.terminate(force=True)
+
+
+def test_the_repl_asks_before_the_embedded_model_runs_a_tool(hermes_home, tmp_path):
+    # the grammar-constrained handler emits the call (the model picks its arguments, so it runs in a
+    # scratch directory); the user approves it once, then it really runs: consent, not --yolo
+    work = tmp_path / "work"
+    work.mkdir()
+    for attempt in range(ATTEMPTS):
+        _seed(attempt)
+        question = _repl_attempt(work)
+        if question is not None:
+            break
+    assert question is not None, "the model never called the tool"
+    assert "needs your approval" in question and "terminal command=" in question
+    assert "this exact command" in question
     calls, results = _tool_rows()
     assert calls and calls[0]["tool_calls"][0]["function"]["name"] == "terminal"
     assert results and ('"exit_code"' in results[0]["content"] or "terminal:" in results[0]["content"])
