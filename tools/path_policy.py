@@ -15,7 +15,9 @@ from pathlib import Path
 
 # In HERMES_HOME: the secrets file, the session store (every transcript) and its WAL/SHM, the
 # pairing data (who may talk to the bot), and Hermes Agent's credential store.
-HERMES_SECRET_FILES = frozenset({".env", "state.db", "state.db-wal", "state.db-shm", "auth.json"})
+HERMES_SECRET_FILES = {".env": "holds Hermes' API keys", "auth.json": "holds login credentials",
+                       "state.db": "holds every transcript", "state.db-wal": "holds every transcript",
+                       "state.db-shm": "holds every transcript"}
 HERMES_SECRET_DIRS = frozenset({"pairing"})
 KEY_FILE_NAMES = frozenset({"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk",
                             "id_ed25519_sk", "identity"})
@@ -33,7 +35,7 @@ def _inside(full: Path, root: Path) -> bool:
 def secret_reason(full: Path, home: Path, hermes_home: Path) -> str | None:
     """Why `full` (a resolved path) holds secrets, or None. `home`/`hermes_home` resolved too."""
     if full.parent == hermes_home and full.name in HERMES_SECRET_FILES:
-        return f"{full.name} in HERMES_HOME holds Hermes' secrets or every transcript"
+        return f"HERMES_HOME/{full.name} {HERMES_SECRET_FILES[full.name]}"
     for name in HERMES_SECRET_DIRS:
         if _inside(full, hermes_home / name):
             return f"HERMES_HOME/{name} holds who may talk to the bot"

@@ -55,7 +55,7 @@ def test_the_cli_user_can_approve_reading_a_secret(tmp_path, secrets):
     ctx = ToolContext(cwd=tmp_path, approval_callback=asker("once", asked))
     assert SECRET in dispatch("read_file", {"path": str(secrets / ".env")}, ctx)
     (question, reason), = asked
-    assert question == f"read_file {secrets / '.env'}" and "secrets" in reason
+    assert question == f"read_file {secrets / '.env'}" and "API keys" in reason
     ctx.approval_callback = asker("deny", asked)
     with pytest.raises(ToolError, match="denied"):
         dispatch("read_file", {"path": str(secrets / ".env")}, ctx)
