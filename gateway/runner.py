@@ -76,12 +76,13 @@ def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFa
 
     check_config(cfg)  # an unknown toolset stops the gateway at start-up, not at the first message
     gw = cfg.gateway if isinstance(cfg.gateway, dict) else {}
-    enabled, disabled = gateway_toolsets(gw)
+    gateway_toolsets(gw)  # a bad gateway.toolsets stops the gateway at start-up too
     workdir = str(gateway_working_dir(gw))
 
     def make(session_id: Optional[str], platform: str, model: Optional[str] = None, store: Any = None) -> Any:
         from run_agent import AIAgent
 
+        enabled, disabled = gateway_toolsets(gw)  # per agent: MCP toolsets appear as servers start
         return AIAgent(base_url=settings.base_url, api_key=settings.api_key, model=model or settings.model,
                        provider=settings.provider, context_length=settings.context_length, config=cfg,
                        session_id=session_id, platform=platform, quiet_mode=True,

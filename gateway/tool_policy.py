@@ -17,25 +17,25 @@ DISABLED_BY_DEFAULT = ("terminal",)
 
 
 def gateway_toolsets(gw: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    """(enabled_toolsets, disabled_toolsets) for gateway agents, from `gateway.toolsets`.
+    """(enabled_toolsets, disabled_toolsets) for a gateway agent, from `gateway.toolsets`.
 
-    Unset: every default toolset that exists except the terminal (MCP servers only when listed).
-    The CLI's `toolsets:` never applies here: chat users do not inherit the owner's choices.
+    Unset: every toolset that exists now except the terminal (the owner's MCP servers included;
+    call it per agent, they register when they start). The CLI's `toolsets:` never applies here:
+    chat users do not inherit the owner's choices at the terminal.
     """
-    from tools.registry import DEFAULT_TOOLSETS, UnknownToolsetError, check_toolset_names, toolset_names
+    from tools.registry import UnknownToolsetError, check_toolset_names, toolset_names
 
     raw = gw.get("toolsets")
     if raw is None:
-        known = set(toolset_names())
-        return [t for t in DEFAULT_TOOLSETS if t in known and t not in DISABLED_BY_DEFAULT], []
+        return [t for t in toolset_names() if t not in DISABLED_BY_DEFAULT], []
     if isinstance(raw, str):
         raw = raw.split(",")
     if not isinstance(raw, (list, tuple)) or not all(isinstance(t, str) for t in raw):
         raise ConfigError("config.yaml: `gateway.toolsets` must be a list of toolset names, e.g. "
                           "[file, todo, memory]; fix it with `hermes config set gateway.toolsets file,todo`")
     names = [t.strip() for t in raw if t.strip()]
-    try:
-        check_toolset_names(names)
+    try:  # MCP toolsets exist once their servers start: those names are checked by the registry then
+        check_toolset_names([n for n in names if not n.startswith("mcp-")])
     except UnknownToolsetError as exc:
         raise ConfigError(f"config.yaml `gateway.toolsets`: {exc}") from None
     return names, []

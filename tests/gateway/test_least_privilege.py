@@ -96,11 +96,17 @@ def test_an_enabled_gateway_shell_gets_no_secrets(provider_env, hermes_home, mon
 
 
 def test_gateway_toolsets_config():
-    from tools.registry import DEFAULT_TOOLSETS, toolset_names
+    from tools.registry import register_toolset, toolset_names, unregister_toolset
 
     enabled, disabled = gateway_toolsets({})
     assert "terminal" not in enabled and {"file", "todo"} <= set(enabled) and disabled == []
-    assert set(enabled) == set(DEFAULT_TOOLSETS) & set(toolset_names()) - {"terminal"}
+    assert set(enabled) == set(toolset_names()) - {"terminal"}
+    register_toolset("mcp-owners", "an MCP server the owner configured")
+    try:
+        assert "mcp-owners" in gateway_toolsets({})[0]
+        assert gateway_toolsets({"toolsets": ["file", "mcp-later"]}) == (["file", "mcp-later"], [])
+    finally:
+        unregister_toolset("mcp-owners")
     assert gateway_toolsets({"toolsets": ["file", "todo"]}) == (["file", "todo"], [])
     assert gateway_toolsets({"toolsets": "file, terminal"}) == (["file", "terminal"], [])
     with pytest.raises(ConfigError, match="gateway.toolsets"):
