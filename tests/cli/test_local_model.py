@@ -24,7 +24,8 @@ def _skip_reason() -> str | None:
 pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
 
 
-ATTEMPTS = 4  # the 135M model sometimes answers in words instead of calling the tool: ask again
+ATTEMPTS = 3  # the 135M model sometimes answers in words instead of calling the tool: ask again
+SLOW = pytest.mark.timeout(900)  # a few runs of the model on a busy machine
 
 
 def _seed(attempt: int) -> None:
@@ -55,21 +56,24 @@ def test_unconfigured_hermes_answers_on_the_embedded_model(hermes_home):
     assert len(notices) == 1 and "hermes setup" in notices[0] and "OPENAI_BASE_URL" in notices[0]
 
 
+@SLOW
 def test_one_shot_refuses_the_embedded_models_changes_without_yolo(hermes_home, tmp_path):
     # issue 15 item 10: the 135M model wrote files and ran shell commands nobody asked for. In a
     # one-shot run there is no one to ask, so changes are refused (--yolo allows them). The scratch
     # directory is the working directory: whatever the model picks, nothing may appear in it.
     work = tmp_path / "work"
     work.mkdir()
+    tried = []
     for attempt in range(ATTEMPTS):
         _seed(attempt)
         res = run_hermes("chat", "-q", "Run the shell command: echo hello", "-t", "terminal", "--max-turns", "1",
                          env=hermes_env(), timeout=240, cwd=work)
         assert "Traceback" not in res.stderr
         assert "[called" not in res.stdout  # never a tool call printed as the answer
+        tried.append(res.stderr[-300:])
         if " terminal " in res.stderr:  # the model called the tool (✓/✗ line): that is what is pinned
             break
-    assert "✗ terminal" in res.stderr and "refused" in res.stderr, res.stderr
+    assert "✗ terminal" in res.stderr and "refused" in res.stderr, tried
     assert res.returncode == 1 and "no final answer" in res.stderr  # --max-turns 1: the call was the turn
     calls, results = _tool_rows()
     assert calls and calls[0]["tool_calls"][0]["function"]["name"] == "terminal"
@@ -109,6 +113,7 @@ def _repl_attempt(work) -> str | None:
             child.terminate(force=True)
 
 
+@SLOW
 def test_the_repl_asks_before_the_embedded_model_runs_a_tool(hermes_home, tmp_path):
     # the grammar-constrained handler emits the call (the model picks its arguments, so it runs in a
     # scratch directory); the user approves it once, then it really runs: consent, not --yolo
