@@ -58,6 +58,7 @@ class TurnThreads(Executor):
             self._work.put(None)
         self._wake.set()
         if wait:
+            self._spawner.join()  # no thread starts after this, so the list below is complete
             for thread in list(self._threads):
                 thread.join()
 
@@ -90,8 +91,8 @@ class TurnThreads(Executor):
                     self._workers += 1
                     n = self._workers
                 thread = threading.Thread(target=self._work_loop, name=f"{self.name}_{n}", daemon=True)
-                self._threads.append(thread)
                 thread.start()
+                self._threads.append(thread)  # only started threads: shutdown joins these
             if self._closed:
                 return
 

@@ -50,8 +50,8 @@ def test_capabilities(gw):
     assert status == 401 and body["error"]["code"] == "invalid_api_key"
 
 
-def test_tool_progress_is_interleaved_with_content(gw, fake_provider, tmp_path):
-    note = tmp_path / "note.txt"
+def test_tool_progress_is_interleaved_with_content(gw, fake_provider):
+    note = gw.home / "workspace" / "note.txt"  # the gateway's file tools stay in its workspace
     note.write_text("hello\n")
     fake_provider.queue(tool_calls([("read_file", {"path": str(note)}, "call_read1")], content="Let me look."),
                         text("The file says hello."))
