@@ -1,0 +1,267 @@
+"""The REPL's slash commands (`/new`, `/usage`, `/undo`, `/cron`, ...), one ``cmd_<name>`` each.
+
+A mixin of `hermes_cli.chat.ChatSession`, kept apart so the session's turn and approval machinery
+reads on its own. A command returns False only to end the chat (`/quit`). It uses the session's
+public surface: ``r`` (the Renderer), ``agent``, ``agent_factory``, ``db``, ``turns``, ``yolo``,
+``send``, ``run_in_worker``, ``report`` and ``skill_entries``.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Optional
+
+from hermes_cli import slash
+
+
+class SlashCommands:
+    def cmd_help(self, arg: str) -> bool:
+        self.r.info("Commands:")
+        for line in slash.help_lines(self.skill_entries(max_age=0)):
+            self.r.info(line)
+        return True
+
+    def cmd_quit(self, arg: str) -> bool:
+        return False
+
+    def cmd_new(self, arg: str) -> bool:
+        fn = getattr(self.agent, "new_session", None)
+        if callable(fn):
+            sid = fn()
+        else:
+            self.agent = self.agent_factory(None)
+            sid = getattr(self.agent, "session_id", None)
+        self.r.info(f"New session {sid or getattr(self.agent, 'session_id', '')}. The previous one is kept (`/sessions`).")
+        return True
+
+    def cmd_model(self, arg: str) -> bool:
+        if not arg:
+            self.r.info(f"Model: {getattr(self.agent, 'model', '?')}")
+            return True
+        self.agent.model = arg
+        self.r.info(f"Model set to {arg} for the rest of this session.")
+        return True
+
+    def cmd_compress(self, arg: str) -> bool:
+        self.r.spinner_start("compressing")
+        res, err, _ = self.run_in_worker(lambda: self.agent.compress(arg or None))
+        self.r.spinner_stop()
+        if err is not None:
+            self.report(err, "compression failed")
+            return True
+        res = res or {}
+        before, after = res.get("before_tokens"), res.get("after_tokens")
+        sizes = f" ({before} → {after} tokens)" if before is not None and after is not None else ""
+        msg = res.get("message") or ("Compressed." if res.get("compressed") else "Nothing to compress.")
+        if res.get("deferred") or not res.get("compressed"):
+            self.r.warn(f"{msg}{sizes}")
+        else:
+            self.r.info(f"{msg}{sizes}", "green")
+        return True
+
+    def cmd_usage(self, arg: str) -> bool:
+        u = self.agent.usage() or {}
+        fill = u.get("context_fill")
+        pct = f"{100 * float(fill):.1f}%" if isinstance(fill, (int, float)) else "?"
+        self.r.info(f"Tokens this session: {u.get('prompt_tokens', 0)} prompt + "
+                    f"{u.get('completion_tokens', 0)} completion = {u.get('total_tokens', 0)} "
+                    f"over {u.get('api_calls', 0)} model calls")
+        self.r.info(f"Context: {u.get('context_tokens', 0)} / {u.get('context_length', '?')} tokens "
+                    f"({pct} full)")
+        breakdown = getattr(self.agent, "prompt_breakdown", None)
+        if callable(breakdown):
+            from agent.prompt_builder import breakdown_lines
+
+            self.r.info("Fixed prompt sent with every request (system prompt + tool schemas):")
+            for line in breakdown_lines([row for row in breakdown() if row[1]]):
+                self.r.info(line, "dim")
+        self.r.info(f"Compactions: {u.get('compactions', 0)}")
+        return True
+
+    def cmd_history(self, arg: str) -> bool:
+        msgs = list(getattr(self.agent, "messages", None) or [])
+        shown = 0
+        for m in msgs:
+            role = m.get("role")
+            if role not in ("user", "assistant"):
+                continue
+            from hermes_cli.sessions import content_text, tool_calls_text
+
+            text = " ".join(content_text(m.get("content")).split())
+            if len(text) > 300:
+                text = text[:299] + "…"
+            calls = tool_calls_text(m.get("tool_calls"))
+            who = "you" if role == "user" else "hermes"
+            if text:
+                self.r.info(f"{who}: {text}", "bold" if role == "user" else None)
+            for c in calls:
+                self.r.info(f"    → {c[:120]}", "dim")
+            shown += 1
+        if not shown:
+            self.r.info("No messages yet in this session.")
+        return True
+
+    def _undo(self) -> Optional[str]:
+        """The agent's undo: the text of the message it took back (never a compaction summary), or None."""
+        fn = getattr(self.agent, "undo_last_turn", None)
+        if not callable(fn):
+            self.r.warn("Undo is not supported by this agent build.")
+            return None
+        return fn()
+
+    def cmd_undo(self, arg: str) -> bool:
+        removed = self._undo()
+        if removed is not None:
+            self.r.info(f"Removed your last message and its answer: {' '.join(removed.split())[:80]}")
+        else:
+            self.r.info("Nothing to undo.")
+        return True
+
+    def cmd_retry(self, arg: str) -> bool:
+        removed = self._undo()
+        if removed is None:
+            self.r.info("Nothing to retry yet.")
+            return True
+        self.r.info(f"Retrying: {' '.join(removed.split())[:80]}", "dim")
+        self.send(removed)
+        return True
+
+    def _ensure_stored(self) -> Any:
+        db = self.db
+        sid = getattr(self.agent, "session_id", None)
+        if db is None or not sid:
+            raise RuntimeError("this agent has no session store")
+        if db.get_session(sid) is None:
+            db.create_session(sid, source="cli", model=getattr(self.agent, "model", None))
+        return db
+
+    def cmd_title(self, arg: str) -> bool:
+        db = self._ensure_stored()
+        sid = self.agent.session_id
+        if not arg:
+            title = (db.get_session(sid) or {}).get("title")
+            self.r.info(f"Title: {title}" if title else "This session has no title; set one with /title NAME.")
+            return True
+        try:
+            db.set_session_title(sid, arg)
+        except ValueError as exc:
+            self.r.error(str(exc))
+            return True
+        self.r.info(f"Session {sid} titled {arg!r}; resume it later with `hermes -r {arg!r}`.")
+        return True
+
+    def cmd_sessions(self, arg: str) -> bool:
+        from hermes_cli.sessions import session_list_lines
+
+        db = self.db
+        if db is None:
+            raise RuntimeError("this agent has no session store")
+        rows = db.list_sessions(limit=15)
+        current = getattr(self.agent, "session_id", None)
+        lines = session_list_lines(rows)
+        for line in lines:
+            mark = "*" if current and line.startswith(current) else " "
+            self.r.info(mark + line)
+        if rows:
+            self.r.info("Resume one with /resume ID or /resume TITLE.", "dim")
+        return True
+
+    def cmd_resume(self, arg: str) -> bool:
+        if not arg:
+            self.r.warn("Usage: /resume <id|title>; /sessions lists them.")
+            return True
+        db = self.db
+        sid = db.resolve_session(arg) if db is not None else None
+        if not sid:
+            self.r.error(f"No session matches {arg!r}; /sessions lists ids and titles.")
+            return True
+        old = self.agent
+        self.agent = self.agent_factory(sid)
+        close = getattr(old, "close", None)
+        if callable(close) and old is not self.agent:
+            try:
+                close()
+            except Exception:  # noqa: BLE001
+                pass
+        n = len(getattr(self.agent, "messages", None) or [])
+        title = (db.get_session(sid) or {}).get("title")
+        self.r.info(f"Resumed {sid}" + (f" ({title})" if title else "") + f", {n} messages. /history shows them.")
+        return True
+
+    def cmd_tools(self, arg: str) -> bool:
+        from tools.registry import check_toolset_requirements, toolset_tools
+
+        built = self.agent.fixed_prompt()
+        offered = {t["function"]["name"] for t in built.tools}
+        unavailable = check_toolset_requirements()
+        for ts, names in toolset_tools().items():
+            on = [n for n in names if n in offered]
+            if on:
+                self.r.info(f"  {ts:<16} {', '.join(on)}")
+            else:
+                why = unavailable.get(ts) or ("left out to fit the context window"
+                                              if ts in built.omitted_toolsets else "off")
+                self.r.info(f"  {ts:<16} ({why}) {', '.join(names)}", "dim")
+        self.r.info("Choose toolsets with `hermes -t a,b` or `toolsets:` in config.yaml.", "dim")
+        return True
+
+    def cmd_mcp(self, arg: str) -> bool:
+        from agent.mcp.manager import get_manager
+        from hermes_cli.mcp_cmd import mcp_status_rows, status_lines
+
+        rows = mcp_status_rows(get_manager())
+        if not rows:
+            self.r.info("No MCP servers configured; add one with `hermes mcp add NAME --command CMD` "
+                        "(or --url URL), then restart hermes.")
+            return True
+        for line in status_lines(rows):
+            self.r.info(line)
+        offered = {d.get("function", {}).get("name") for d in getattr(self.agent, "tools", None) or []
+                   if isinstance(d, dict)}
+        late = [r["name"] for r in rows if r["tool_names"] and not offered & set(r["tool_names"])]
+        if late and self.turns:
+            self.r.info(f"{', '.join(late)} connected after this session's tool list was fixed; "
+                        "/new starts a session that has their tools.", "dim")
+        return True
+
+    def cmd_cron(self, arg: str) -> bool:
+        from cron.commands import handle
+
+        db = self.db
+        if db is None:
+            raise RuntimeError("this agent has no session store")
+        for line in handle(db, arg, cfg=self._config(), run=self._cron_run).splitlines():
+            self.r.info(line)
+        return True
+
+    def _config(self) -> Any:
+        cfg = getattr(self.agent, "config", None)
+        if cfg is None:
+            from agent.config import load_config
+
+            cfg = load_config()
+        return cfg
+
+    def _cron_run(self, job: dict) -> str:
+        """/cron run: in the foreground, Ctrl+C stops it; the answer is shown here too."""
+        from cron.scheduler import run_once
+
+        cancel = threading.Event()
+        self.r.spinner_start(f"running job {job['id']}")
+        res, err, _ = self.run_in_worker(lambda: run_once(self.db, self._config(), job, cancel=cancel),
+                                         on_interrupt=cancel.set)
+        self.r.spinner_stop()
+        if err is not None:
+            return f"The run failed: {type(err).__name__}: {err}"
+        head = res.answer if res.answer is not None else f"The run ended {res.status}: {res.error}"
+        return f"{head}\n(job {job['id']}: {res.status}; output {res.output_path})"
+
+    def cmd_yolo(self, arg: str) -> bool:
+        self.yolo = not self.yolo
+        if hasattr(self.agent, "yolo"):
+            try:
+                self.agent.yolo = self.yolo
+            except AttributeError:
+                pass
+        self.r.warn("YOLO on: dangerous commands run without asking." if self.yolo
+                    else "YOLO off: dangerous commands ask for approval again.")
+        return True
