@@ -3,6 +3,10 @@
 - ``hermes_home`` (autouse): a fresh temp ``HERMES_HOME`` and an environment scrubbed of
   provider/gateway settings, so no test ever reads or writes the real ``~/.hermes``.
 - ``fake_provider``: a started ``tests.fake_provider.FakeProvider``, stopped afterwards.
+- ``pg_cluster`` (session): a throwaway PostgreSQL cluster (``tests/postgres.py``), skipped when
+  PostgreSQL is not installed unless ``HERMES_REQUIRE_POSTGRES=1``; ``pg_url`` a fresh migrated
+  database per test; ``store`` a SessionDB parametrised over ``sqlite`` and ``postgresql``: the
+  store's contract suite runs once per backend.
 - An exception that escapes any background thread (``threading.excepthook``) while a test sets
   up, runs or tears down fails that test: a dead worker thread is a bug even when the main
   thread's assertions happen to pass.
@@ -27,6 +31,7 @@ _CLEARED_VARS = (
     "HERMES_MODEL",
     "HERMES_PROVIDER",
     "GATEWAY_ALLOWED_USERS",
+    "HERMES_DATABASE_URL",
 )
 _CLEARED_PREFIXES = ("API_SERVER_", "TELEGRAM_")
 
@@ -78,6 +83,65 @@ def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         if name.startswith(_CLEARED_PREFIXES):
             monkeypatch.delenv(name, raising=False)
     return home
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    from tests import postgres
+
+    bindir = postgres.find_bindir()
+    if bindir is None:
+        reason = "PostgreSQL is not installed (no initdb/pg_ctl; apt-get install postgresql-15)"
+        if postgres.required():
+            pytest.fail(reason + " and HERMES_REQUIRE_POSTGRES=1", pytrace=False)
+        pytest.skip(reason)
+    cluster = postgres.Cluster(bindir)
+    try:
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+@pytest.fixture
+def pg_url(pg_cluster) -> str:
+    """A fresh, migrated database of the test cluster (its URL carries the password)."""
+    return pg_cluster.new_database()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path: Path):
+    """What a contract test opens: a SQLite file path, or a fresh PostgreSQL database's URL."""
+    if request.param == "sqlite":
+        return None
+    return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture
+def configured_store(store_url, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Parametrised like ``store``, through configuration: on PostgreSQL ``HERMES_DATABASE_URL``
+    names the database, so ``SessionDB()`` (agents, child processes) opens it. Returns the backend."""
+    if store_url is None:
+        return "sqlite"
+    monkeypatch.setenv("HERMES_DATABASE_URL", store_url)
+    return "postgresql"
+
+
+@pytest.fixture
+def store_ref(store_url, tmp_path: Path) -> str:
+    """The ``store`` fixture's location as a child process opens it: a path or a URL."""
+    return store_url or str(tmp_path / "state.db")
+
+
+@pytest.fixture
+def store(store_url, tmp_path: Path):
+    """A SessionDB on each backend in turn (the store's contract suite runs on both)."""
+    from hermes_state import SessionDB
+
+    db = SessionDB(tmp_path / "state.db") if store_url is None else SessionDB(url=store_url)
+    try:
+        yield db
+    finally:
+        db.close()
 
 
 @pytest.fixture

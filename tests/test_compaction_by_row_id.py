@@ -32,6 +32,7 @@ def _wait_for_summary_request(fp, timeout: float = 60) -> None:
         time.sleep(0.02)
 
 
+@pytest.mark.usefixtures("configured_store")  # SQLite and PostgreSQL
 def test_rows_another_process_appends_during_a_compaction_stay_live(fake_provider, hermes_home, make_agent):
     write_config(hermes_home, "model:\n  context_length: 16000\n")
     sid = seeded_session(40, size=1300)  # ~14k tokens, over the 7k threshold: A's turn compacts first
@@ -68,6 +69,7 @@ def test_rows_another_process_appends_during_a_compaction_stay_live(fake_provide
     assert not any(c.startswith("filler 20 ") for c in sent)  # the middle of the seeded turns was compacted
 
 
+@pytest.mark.usefixtures("configured_store")  # SQLite and PostgreSQL
 def test_undo_takes_back_only_this_agents_turn(make_agent, fake_provider):
     fake_provider.handler = lambda body: text(_answer(body))
     agent = make_agent()
@@ -98,6 +100,7 @@ def _compacted_agent(make_agent, fake_provider):
     return agent
 
 
+@pytest.mark.usefixtures("configured_store")  # SQLite and PostgreSQL
 def test_undo_never_removes_a_summary_and_retry_never_resends_one(make_agent, fake_provider):
     agent = _compacted_agent(make_agent, fake_provider)
     sid = agent.session_id

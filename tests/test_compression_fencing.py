@@ -20,6 +20,7 @@ THIEF = "pid=1:tid=1:agent=beef:nonce=00000000:host=another-box"
 
 
 @pytest.mark.parametrize("how", ["expired and taken over", "deleted"])
+@pytest.mark.usefixtures("configured_store")  # SQLite and PostgreSQL
 def test_a_lease_lost_during_the_summary_discards_the_compaction(make_agent, fake_provider, how):
     sid = seeded_session(10, size=300)
     asked, release = threading.Event(), threading.Event()
@@ -61,6 +62,7 @@ def test_a_lease_lost_during_the_summary_discards_the_compaction(make_agent, fak
     assert agent.run_conversation("still here?")["completed"]  # the session goes on normally
 
 
+@pytest.mark.usefixtures("configured_store")  # SQLite and PostgreSQL
 def test_a_lease_lost_during_a_413_compaction_defers_the_turn(make_agent, fake_provider):
     """Losing the lease is lock contention, not exhaustion: the turn is deferred, the session kept."""
     sid = seeded_session(10, size=300)
@@ -94,6 +96,7 @@ def test_a_lease_lost_during_a_413_compaction_defers_the_turn(make_agent, fake_p
     assert db.get_session(sid)["compactions"] == 0
 
 
+@pytest.mark.usefixtures("configured_store")  # SQLite and PostgreSQL
 def test_the_lease_refresher_notices_a_lost_lock(hermes_home):
     db = SessionDB()
     sid = db.create_session()
@@ -121,6 +124,7 @@ def test_the_holder_names_its_host_and_machine_id_is_honoured(make_agent, monkey
     assert hermes_state.machine_id() == "box_7_a"
 
 
+@pytest.mark.usefixtures("configured_store")  # SQLite and PostgreSQL
 def test_a_dead_pid_on_another_host_is_never_reclaimed(hermes_home, monkeypatch):
     dead = _dead_pid()
     db = SessionDB()

@@ -1,4 +1,7 @@
-"""SessionDB against real SQLite files and real OS processes (no mocks)."""
+"""SessionDB against real SQLite files, a real PostgreSQL and real OS processes (no mocks).
+
+Tests taking ``db`` run on both backends (the ``store`` fixture); those about SQLite files
+(WAL, junk files, FTS5 triggers) take ``db_path``."""
 from __future__ import annotations
 
 import os
@@ -25,9 +28,8 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def db(db_path: Path):
-    with SessionDB(db_path) as store:
-        yield store
+def db(store: SessionDB) -> SessionDB:
+    return store
 
 
 def holder_for(pid: int, nonce: str = "0badc0de") -> str:
@@ -43,6 +45,8 @@ from pathlib import Path
 sys.path.insert(0, {repo!r})
 from hermes_state import SessionDB
 db_path, go, done = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+def open_db():
+    return SessionDB(url=db_path) if "://" in db_path else SessionDB(db_path)
 def wait_for(p):
     while not p.exists():
         time.sleep(0.005)
@@ -188,11 +192,8 @@ def test_list_sessions_order_preview_and_filters(db: SessionDB) -> None:
     db.append_message(a, "user", "  first   question " + "x" * 200)
     db.append_message(a, "assistant", "answer")
     db.append_message(b, "user", [{"type": "text", "text": "hi from"}, {"type": "text", "text": "a list"}])
-    raw = sqlite3.connect(db.db_path)
-    raw.execute("UPDATE sessions SET updated_at = 1000 WHERE id = 'a'")
-    raw.execute("UPDATE sessions SET updated_at = 2000 WHERE id = 'b'")
-    raw.commit()
-    raw.close()
+    db.execute("UPDATE sessions SET updated_at = 1000 WHERE id = 'a'")
+    db.execute("UPDATE sessions SET updated_at = 2000 WHERE id = 'b'")
     listed = db.list_sessions()
     assert [s["id"] for s in listed] == ["b", "a"]
     assert listed[0]["preview"] == "hi from a list"
@@ -227,11 +228,8 @@ def test_prune_sessions(db: SessionDB) -> None:
         db.create_session(sid, source=src)
         db.append_message(sid, "user", f"text of {sid}")
     db.end_session("fresh")
-    raw = sqlite3.connect(db.db_path)
-    raw.execute("UPDATE sessions SET updated_at = 1000, started_at = 1000, ended_at = NULL "
-                "WHERE id LIKE 'old%'")
-    raw.commit()
-    raw.close()
+    db.execute("UPDATE sessions SET updated_at = 1000, started_at = 1000, ended_at = NULL "
+               "WHERE id LIKE 'old%'")
     assert db.try_acquire_compression_lock("old_locked", holder_for(os.getpid()))
     assert db.prune_sessions(30, source="telegram") == 1
     assert db.get_session("old_tg") is None
@@ -380,11 +378,8 @@ def test_corrupt_rows_do_not_break_reads(db: SessionDB) -> None:
     bad_tc = db.append_message(sid, "assistant", "calling", tool_calls=TOOL_CALLS)
     bad_content = db.append_message(sid, "user", [{"type": "text", "text": "parts"}])
     db.append_message(sid, "user", "fine")
-    raw = sqlite3.connect(db.db_path)
-    raw.execute("UPDATE messages SET tool_calls = '{not json' WHERE id = ?", (bad_tc,))
-    raw.execute("UPDATE messages SET content_parts = '[broken' WHERE id = ?", (bad_content,))
-    raw.commit()
-    raw.close()
+    db.execute("UPDATE messages SET tool_calls = '{not json' WHERE id = ?", (bad_tc,))
+    db.execute("UPDATE messages SET content_parts = '[broken' WHERE id = ?", (bad_content,))
     rows = db.get_messages(sid)
     assert rows[0]["tool_calls"] == "{not json" and rows[0]["content"] == "calling"
     assert rows[1]["content"] == "parts"  # falls back to the readable text
@@ -538,9 +533,9 @@ def test_lock_race_between_processes(tmp_path: Path, db_path: Path) -> None:
     assert [p.returncode for p in procs] == [0, 0, 0, 0]
 
 
-def _start_holder(tmp_path: Path, db_path: Path) -> tuple[subprocess.Popen, str]:
+def _start_holder(tmp_path: Path, db_path: Path | str) -> tuple[subprocess.Popen, str]:
     body = """
-        db = SessionDB(db_path)
+        db = open_db()
         holder = f"pid={os.getpid()}:tid=1:agent=feed:nonce=12345678"
         assert db.try_acquire_compression_lock("s", holder, ttl_seconds=3600)
         print(holder, flush=True)
@@ -550,8 +545,9 @@ def _start_holder(tmp_path: Path, db_path: Path) -> tuple[subprocess.Popen, str]
     return proc, read_line(proc)
 
 
-def test_sigkilled_holder_is_reclaimed_immediately(tmp_path: Path, db: SessionDB) -> None:
-    proc, holder = _start_holder(tmp_path, db.db_path)
+def test_sigkilled_holder_is_reclaimed_immediately(tmp_path: Path, db: SessionDB,
+                                                  store_ref: str) -> None:
+    proc, holder = _start_holder(tmp_path, store_ref)
     try:
         me = holder_for(os.getpid())
         assert db.get_compression_lock_holder("s") == holder
@@ -568,8 +564,9 @@ def test_sigkilled_holder_is_reclaimed_immediately(tmp_path: Path, db: SessionDB
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
-def test_unreaped_killed_holder_counts_as_dead(tmp_path: Path, db: SessionDB) -> None:
-    proc, holder = _start_holder(tmp_path, db.db_path)
+def test_unreaped_killed_holder_counts_as_dead(tmp_path: Path, db: SessionDB,
+                                               store_ref: str) -> None:
+    proc, holder = _start_holder(tmp_path, store_ref)
     try:
         proc.send_signal(signal.SIGKILL)
         os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: a zombie
@@ -610,11 +607,8 @@ def test_dead_pid_holder_and_unparseable_holder(db: SessionDB) -> None:
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     dead = holder_for(gone.pid)
-    raw = sqlite3.connect(db.db_path)
-    raw.execute("INSERT INTO compression_locks VALUES ('d', ?, 0, 1e12)", (dead,))
-    raw.execute("INSERT INTO compression_locks VALUES ('u', 'someone-else', 0, 1e12)")
-    raw.commit()
-    raw.close()
+    db.execute("INSERT INTO compression_locks VALUES ('d', ?, 0, 1e12)", (dead,))
+    db.execute("INSERT INTO compression_locks VALUES ('u', 'someone-else', 0, 1e12)")
     me = holder_for(os.getpid())
     assert db.get_compression_lock_holder("d") is None
     assert db.try_acquire_compression_lock("d", me) is True
@@ -640,7 +634,8 @@ def test_lock_fails_closed_on_database_error(db_path: Path) -> None:
 # --------------------------------------------------------------------------------- health
 
 
-def test_integrity_check_reports_search_index_drift(db: SessionDB) -> None:
+def test_integrity_check_reports_search_index_drift(db_path: Path) -> None:
+    db = SessionDB(db_path)
     sid = db.create_session("s")
     db.append_messages(sid, [{"role": "user", "content": "one"}, {"role": "user", "content": "two"}])
     assert db.integrity_check() == []
@@ -657,6 +652,7 @@ def test_integrity_check_reports_search_index_drift(db: SessionDB) -> None:
     db.rebuild_search_index()
     assert [h["role"] for h in db.search_messages("ghost")] == ["user"]
     assert db.integrity_check() == ["search index trigger messages_fts_ai is missing"]
+    db.close()
 
 
 def test_keys_for_session_lists_every_bound_key(db: SessionDB) -> None:

@@ -20,9 +20,12 @@ NOW = 1_800_000_000.0
 
 
 @pytest.fixture
-def db(tmp_path: Path):
-    with SessionDB(tmp_path / "state.db") as d:
-        yield d
+def db(store):  # every test taking ``db`` runs on SQLite and on PostgreSQL
+    return store
+
+
+def open_ref(ref: str) -> SessionDB:
+    return SessionDB(url=ref) if "://" in ref else SessionDB(ref)
 
 
 def make(db, schedule="every 10m", now=NOW - 3600, **kw):
@@ -137,7 +140,7 @@ def test_an_occurrence_already_run_is_never_claimed_again(db):
 def test_a_corrupt_job_is_parked_and_the_others_still_run(db):
     bad = make(db, schedule="every 10m", now=NOW - 600)
     good = make(db, schedule="every 10m", now=NOW - 600)
-    db.conn.execute("UPDATE cron_jobs SET schedule = 'every banana' WHERE id = ?", (bad["id"],))
+    db.execute("UPDATE cron_jobs SET schedule = 'every banana' WHERE id = ?", (bad["id"],))
     claimed = db.claim_due_cron_runs(NOW, "a", plan)
     assert [r["id"] for r in claimed] == [good["id"]]
     assert db.get_cron_job(bad["id"])["state"] == "paused"
@@ -145,10 +148,9 @@ def test_a_corrupt_job_is_parked_and_the_others_still_run(db):
     assert row["status"] == "failed" and "cannot be scheduled" in row["error"]
 
 
-def test_four_schedulers_racing_claim_each_occurrence_once(tmp_path):
+def test_four_schedulers_racing_claim_each_occurrence_once(store_ref):
     """Four connections (as four processes would have) claim 50 due jobs over 20 rounds."""
-    path = tmp_path / "race.db"
-    with SessionDB(path) as setup:
+    with open_ref(store_ref) as setup:
         for _ in range(50):
             make(setup, schedule="every 10m", now=NOW - 600)
     claims: list[tuple[str, float]] = []
@@ -156,7 +158,7 @@ def test_four_schedulers_racing_claim_each_occurrence_once(tmp_path):
     barrier = threading.Barrier(4)
 
     def worker(n: int) -> None:
-        with SessionDB(path) as d:
+        with open_ref(store_ref) as d:
             for r in range(20):
                 barrier.wait()
                 got = d.claim_due_cron_runs(NOW + r * 600, f"w{n}", plan)
@@ -209,8 +211,8 @@ def test_runs_of_dead_claimers_become_unknown(db):
     for i, (label, holder) in enumerate(holders.items()):
         run = db.claim_manual_cron_run(job["id"], NOW + i, holder)
         ids[label] = run["run_id"]
-    db.conn.execute("UPDATE cron_runs SET heartbeat_at = ? WHERE id = ?", (NOW - 3600, ids["other-host-stale"]))
-    db.conn.execute("UPDATE cron_runs SET heartbeat_at = ? WHERE id != ?", (NOW, ids["other-host-stale"]))
+    db.execute("UPDATE cron_runs SET heartbeat_at = ? WHERE id = ?", (NOW - 3600, ids["other-host-stale"]))
+    db.execute("UPDATE cron_runs SET heartbeat_at = ? WHERE id != ?", (NOW, ids["other-host-stale"]))
     assert sched.reap(NOW + 60) == 3
     status = {label: db.get_cron_run(rid)["status"] for label, rid in ids.items()}
     assert status == {"dead": "unknown", "old-me": "unknown", "other-host-fresh": "running",

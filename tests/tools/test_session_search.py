@@ -1,4 +1,4 @@
-"""session_search over a real SQLite FTS5 store, and through a real AIAgent with the loopback provider."""
+"""session_search over a real SQLite FTS5 store and a real PostgreSQL, and through a real AIAgent with the loopback provider."""
 from __future__ import annotations
 
 import pytest
@@ -11,9 +11,8 @@ from tools.registry import ToolContext, ToolError, dispatch
 
 
 @pytest.fixture
-def db():
-    with SessionDB() as d:
-        yield d
+def db(store):  # on SQLite (FTS5) and on PostgreSQL (tsvector)
+    return store
 
 
 def session(db, source="cli", parent=None, title=None, *texts):
@@ -121,13 +120,13 @@ def test_window_on_a_message_of_another_session_is_an_error(db):
         search(db, session_id=a, around_message_id=db.get_messages(b)[0]["id"])
 
 
-def test_recent_sessions_without_arguments(db):
+def test_recent_sessions_without_arguments(db, tmp_path):
     a = session(db, "cli", None, "First", "hello there")
     b = session(db, "api_server", None, None, "second chat")
     out = search(db, current=a)
     assert "(this session)" in out
     assert out.index(b) < out.index(a) and '"First"' in out and "hello there" in out
-    assert "No sessions yet." == search(SessionDB(db.db_path.parent / "empty.db"))
+    assert "No sessions yet." == search(SessionDB(tmp_path / "empty.db"))
 
 
 def test_compacted_detail_is_recovered_through_a_real_turn(make_agent, fake_provider, hermes_home):

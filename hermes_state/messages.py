@@ -1,0 +1,195 @@
+"""Messages: append, read the live history, compaction in place and ``/undo`` by row id.
+
+Nothing the user said is ever deleted by compaction: replaced rows are only marked
+``active=0, compacted=1`` and stay searchable (SPEC §4).
+"""
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Iterable, Optional
+
+from .common import (CompressionLockLost, decode_content, encode_content, logger,
+                     parse_tool_calls)
+
+MESSAGE_COLUMNS = ("id, session_id, role, content, content_parts, tool_calls, tool_call_id,"
+                   " tool_name, created_at, token_count, active, compacted, seq")
+
+
+class MessagesMixin:
+    """Message rows. Needs ``_write``, ``_read`` and ``_b`` from ``SessionDB``."""
+
+    @staticmethod
+    def _touch_session(c: Any, session_id: str, now: float) -> None:
+        """Create the session row if missing, else bump it: either way the row is now locked
+        until commit (PostgreSQL), so two writers never interleave one session's ``seq``."""
+        c.execute("INSERT INTO sessions (id, source, started_at, updated_at) "
+                  "VALUES (?, 'unknown', ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                  "updated_at = excluded.updated_at", (session_id, now, now))
+
+    def _insert_messages(self, c: Any, session_id: str, messages: list[dict[str, Any]],
+                         seq_start: Optional[int] = None) -> list[int]:
+        """Insert in order inside the caller's transaction; keeps the session counters current."""
+        now = time.time()
+        self._touch_session(c, session_id, now)
+        if seq_start is None:
+            seq_start = c.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM messages "
+                                  "WHERE session_id = ?", (session_id,)).fetchone()[0]
+        ids = []
+        for offset, msg in enumerate(messages):
+            if not msg.get("role"):
+                raise ValueError(f"message {offset} has no role; nothing was saved")
+            content, parts = encode_content(msg.get("content"))
+            tc = msg.get("tool_calls")
+            if tc is not None and not isinstance(tc, str):
+                tc = json.dumps(tc, ensure_ascii=False)
+            cur = c.execute(
+                "INSERT INTO messages (session_id, role, content, content_parts, tool_calls,"
+                " tool_call_id, tool_name, created_at, token_count, seq)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?) RETURNING id",
+                (session_id, msg["role"], content, parts,
+                 tc, msg.get("tool_call_id"),
+                 msg.get("tool_name") or msg.get("name"), now, msg.get("token_count"),
+                 seq_start + offset))
+            ids.append(int(cur.fetchone()[0]))
+        c.execute("UPDATE sessions SET message_count = message_count + ?, updated_at = ? "
+                  "WHERE id = ?", (len(ids), now, session_id))
+        return ids
+
+    def append_message(self, session_id: str, role: str, content: Any = None,
+                       tool_calls: Any = None, tool_call_id: Optional[str] = None,
+                       tool_name: Optional[str] = None, token_count: Optional[int] = None) -> int:
+        """Persist one message (creating the session row if needed); returns its row id."""
+        msg = {"role": role, "content": content, "tool_calls": tool_calls,
+               "tool_call_id": tool_call_id, "tool_name": tool_name, "token_count": token_count}
+        return self._write(lambda c: self._insert_messages(c, session_id, [msg]))[0]
+
+    def append_messages(self, session_id: str, messages: list[dict[str, Any]],
+                        usage: Optional[tuple[int, int]] = None) -> list[int]:
+        """Persist OpenAI-format message dicts in one transaction (all or nothing).
+
+        ``usage`` (prompt, completion tokens) is added to the session's counters in the same
+        transaction, sparing the agent a second write per turn.
+        """
+        if not messages:
+            return []
+
+        def tx(c: Any) -> list[int]:
+            ids = self._insert_messages(c, session_id, list(messages))
+            if usage and any(usage):
+                c.execute("UPDATE sessions SET prompt_tokens = prompt_tokens + ?, "
+                          "completion_tokens = completion_tokens + ? WHERE id = ?",
+                          (int(usage[0] or 0), int(usage[1] or 0), session_id))
+            return ids
+
+        return self._write(tx)
+
+    def get_messages(self, session_id: str, include_inactive: bool = False) -> list[dict[str, Any]]:
+        """Stored rows in conversation order. A corrupt tool_calls column comes back as raw text."""
+        where = "" if include_inactive else " AND active = 1"
+        rows = self._read(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?{where}"
+                          " ORDER BY seq, id", (session_id,))
+        out = []
+        for row in rows:
+            d = dict(row)
+            d["content"] = decode_content(d["content"], d.pop("content_parts"))
+            d["tool_calls"], _ = parse_tool_calls(d["tool_calls"])
+            out.append(d)
+        return out
+
+    def get_active_messages(self, session_id: str) -> list[dict[str, Any]]:
+        """The live history as clean OpenAI-format dicts, ready to send to a provider."""
+        return self.get_active_history(session_id)[0]
+
+    def get_active_history(self, session_id: str) -> tuple[list[dict[str, Any]], list[int]]:
+        """The live history and, in parallel, each message's row id.
+
+        An agent keeps the ids so that a compaction or ``/undo`` touches exactly the rows it read
+        or wrote, never a row another process appended meanwhile.
+        """
+        out, ids = [], []
+        for row in self._read(
+                "SELECT id, role, content, content_parts, tool_calls, tool_call_id, tool_name "
+                "FROM messages WHERE session_id = ? AND active = 1 ORDER BY seq, id",
+                (session_id,)):
+            msg: dict[str, Any] = {"role": row["role"],
+                                   "content": decode_content(row["content"], row["content_parts"])}
+            tool_calls, ok = parse_tool_calls(row["tool_calls"])
+            if not ok:
+                logger.warning("session %s message %s: unreadable tool_calls dropped",
+                               session_id, row["id"])
+            elif tool_calls:
+                msg["tool_calls"] = tool_calls
+            if row["tool_call_id"]:
+                msg["tool_call_id"] = row["tool_call_id"]
+            out.append(msg)
+            ids.append(int(row["id"]))
+        return out, ids
+
+    def replace_active_messages(self, session_id: str, new_messages: list[dict[str, Any]],
+                                replaced_ids: Iterable[int], *,
+                                lock_holder: Optional[str] = None) -> list[int]:
+        """Persist a compaction in place, in one transaction, deleting nothing.
+
+        Exactly the rows ``replaced_ids`` (those the compacting agent read or wrote) become
+        ``active=0, compacted=1``; ``new_messages`` take their place in the conversation order.
+        Any other row (one another process appended meanwhile) stays as it was and comes after
+        the new rows. With ``lock_holder``, the commit is fenced: unless the session's
+        compression lock still names that holder, :class:`CompressionLockLost` is raised and
+        nothing changes (the lock row is read ``FOR UPDATE`` on PostgreSQL, so no one can take it
+        between the check and the commit). Returns the new rows' ids.
+        """
+        replaced = sorted({int(i) for i in replaced_ids})
+
+        def tx(c: Any) -> list[int]:
+            if lock_holder is not None:
+                row = c.execute("SELECT holder FROM compression_locks WHERE session_id = ?"
+                                + self._b.FOR_UPDATE, (session_id,)).fetchone()
+                if row is None or row[0] != lock_holder:
+                    raise CompressionLockLost(
+                        f"the compression lock of session {session_id} is no longer held by "
+                        f"this process (now: {row[0] if row else 'nobody'})")
+            self._touch_session(c, session_id, time.time())
+            seqs = {int(i): int(s) for i, s in c.execute(
+                "SELECT id, seq FROM messages WHERE session_id = ?", (session_id,)).fetchall()}
+            mine = [i for i in replaced if i in seqs]  # ids of another session are ignored
+            c.executemany("UPDATE messages SET active = 0, compacted = 1 WHERE id = ? AND active = 1",
+                          [(i,) for i in mine])
+            if not mine:
+                ids = self._insert_messages(c, session_id, list(new_messages))
+            else:
+                ids = self._insert_at(c, session_id, list(new_messages), seqs, set(mine))
+            c.execute("UPDATE sessions SET compactions = compactions + 1 WHERE id = ?",
+                      (session_id,))
+            return ids
+        return self._write(tx)
+
+    def _insert_at(self, c: Any, session_id: str, messages: list[dict[str, Any]],
+                   seqs: dict[int, int], replaced: set[int]) -> list[int]:
+        """Renumber from the first replaced row on: the replaced rows, ``messages``, every other row.
+
+        So the compacted rows still read in place in a full transcript, and a row another
+        writer appended meanwhile follows the compaction in the live history."""
+        start = min(seqs[i] for i in replaced)
+        later = sorted((seq, i) for i, seq in seqs.items() if seq >= start)
+        before = [i for _, i in later if i in replaced]
+        after = [i for _, i in later if i not in replaced]
+        c.executemany("UPDATE messages SET seq = ? WHERE id = ?",
+                      [(start + n, i) for n, i in enumerate(before)])
+        first_new = start + len(before)
+        ids = self._insert_messages(c, session_id, messages, seq_start=first_new)
+        c.executemany("UPDATE messages SET seq = ? WHERE id = ?",
+                      [(first_new + len(ids) + n, i) for n, i in enumerate(after)])
+        return ids
+
+    def deactivate_messages(self, session_id: str, ids: list[int]) -> int:
+        """Take rows out of the live history (``/undo``) without deleting them; returns how many."""
+        if not ids:
+            return 0
+        return self._write(lambda c: c.executemany(
+            "UPDATE messages SET active = 0 WHERE session_id = ? AND active = 1 AND id = ?",
+            [(session_id, int(i)) for i in ids]).rowcount)
+
+    def max_message_id(self, session_id: str) -> Optional[int]:
+        """Highest row id of the session (a position: rows written later have higher ids)."""
+        return self._read("SELECT MAX(id) FROM messages WHERE session_id = ?", (session_id,))[0][0]

@@ -1,0 +1,348 @@
+"""PostgreSQL: one connection pool per database per process, tsvector search, advisory locks.
+
+Several processes on several hosts share the database (SPEC §16). Every write is one
+transaction on a pooled autocommit connection (``conn.transaction()``), retried when PostgreSQL
+reports a serialization failure or deadlock; a lost connection becomes ``SessionDBError``
+(nothing is retried blindly: a write whose COMMIT was in flight may or may not have happened).
+The pool checks each connection before lending it, so after a database restart the next call
+gets a fresh one. Messages, URLs and errors never show the password.
+"""
+from __future__ import annotations
+
+import atexit
+import random
+import threading
+import time
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from .common import SessionDBError, configured_pool_size, logger, redact_url, scrub
+from .postgres_schema import MIGRATIONS, TS_CONFIG, current_version, migrate
+from .tsquery import to_tsquery_text
+
+T = TypeVar("T")
+
+WRITE_ATTEMPTS = 5
+CONNECT_TIMEOUT = 5  # seconds to reach the server
+POOL_WAIT = 15.0  # seconds a call waits for a pooled connection before failing
+IDLE_LOCK_CONNECTIONS = 4
+_RETRY = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
+_HEADLINE = "StartSel=»,StopSel=«,MaxWords={},MinWords=4,MaxFragments=1,FragmentDelimiter=…"
+
+
+class PGRow(tuple):
+    """A row readable by position, by column name and as ``dict(row)`` (like ``sqlite3.Row``)."""
+    _names: tuple[str, ...] = ()
+    _index: dict[str, int] = {}
+
+    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._index[key])
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        return list(self._names)
+
+
+@lru_cache(maxsize=512)
+def _row_class(names: tuple[str, ...]) -> type:
+    return type("PGRow", (PGRow,), {"_names": names, "_index": {n: i for i, n in enumerate(names)}})
+
+
+def pg_rows(cursor: Any) -> Callable[[Any], Any]:
+    """psycopg row factory making :class:`PGRow` s."""
+    desc = cursor.description
+    return _row_class(tuple(d.name for d in desc)) if desc else tuple
+
+
+@lru_cache(maxsize=1024)
+def pg_sql(sql: str) -> str:
+    """The shared SQL's ``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class _Empty:
+    rowcount = 0
+
+
+class PGTx:
+    """The connection a transaction function gets: ``execute``/``executemany`` with ``?``."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: Iterable[Any] = ()) -> Any:
+        return self.conn.execute(pg_sql(sql), tuple(params))
+
+    def executemany(self, sql: str, seq: Iterable[Iterable[Any]]) -> Any:
+        rows = [tuple(p) for p in seq]
+        if not rows:
+            return _Empty()
+        cur = self.conn.cursor()
+        cur.executemany(pg_sql(sql), rows)
+        return cur
+
+
+_POOLS: dict[str, list[Any]] = {}  # url -> [pool, users]: one pool per database per process
+_POOLS_GUARD = threading.Lock()
+
+
+def _close_all_pools() -> None:
+    with _POOLS_GUARD:
+        pools = list(_POOLS.values())
+        _POOLS.clear()
+    for pool, _users in pools:
+        pool.close(timeout=1)
+
+
+atexit.register(_close_all_pools)
+
+
+class PostgresBackend:
+    name = "postgresql"
+    errors: tuple[type[BaseException], ...] = (psycopg.Error,)
+    FOR_UPDATE = " FOR UPDATE"
+    GREATEST = "GREATEST"
+    expected_version = len(MIGRATIONS)
+    db_path = None
+
+    def __init__(self, url: str, pool_size: Optional[int] = None) -> None:
+        self.url = url
+        self.label = redact_url(url)
+        self._closed = False
+        self._idle_locks: list[psycopg.Connection] = []
+        self._idle_guard = threading.Lock()
+        with _POOLS_GUARD:  # the first SessionDB of a database in this process migrates it
+            entry = _POOLS.get(url)
+            if entry is None:
+                entry = _POOLS[url] = [self._open_pool(pool_size), 0]
+            entry[1] += 1
+        self.pool: ConnectionPool = entry[0]
+
+    def _open_pool(self, pool_size: Optional[int]) -> ConnectionPool:
+        try:
+            with self._connect() as conn:
+                migrate(conn)
+        except psycopg.OperationalError as exc:
+            raise self._unreachable(exc) from None
+        except psycopg.Error as exc:
+            raise SessionDBError(f"cannot upgrade the session store {self.label} to schema "
+                                 f"version {len(MIGRATIONS)}: {self._scrub(exc)}") from None
+        size = pool_size or configured_pool_size()
+        return ConnectionPool(self.url, min_size=1, max_size=size, open=True, name="hermes",
+                              kwargs=self._connect_kwargs(), timeout=POOL_WAIT, num_workers=1,
+                              check=ConnectionPool.check_connection)
+
+    # -- connections ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _connect_kwargs() -> dict[str, Any]:
+        return {"autocommit": True, "row_factory": pg_rows, "connect_timeout": CONNECT_TIMEOUT,
+                "application_name": "hermes"}
+
+    def _connect(self) -> psycopg.Connection:
+        return psycopg.connect(self.url, **self._connect_kwargs())
+
+    def _scrub(self, exc: BaseException) -> str:
+        return scrub(" ".join(str(exc).split()), self.url)
+
+    def _unreachable(self, exc: BaseException) -> SessionDBError:
+        return SessionDBError(f"cannot reach the session store {self.label}: {self._scrub(exc)}; "
+                              "check store.url / HERMES_DATABASE_URL and that PostgreSQL is running")
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection]:
+        if self._closed:
+            raise SessionDBError(f"the session store {self.label} is closed")
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except PoolTimeout as exc:
+            raise SessionDBError(f"no connection to the session store {self.label} within "
+                                 f"{POOL_WAIT:.0f} s ({self._scrub(exc)}); is PostgreSQL running? "
+                                 "Try again") from None
+        except psycopg.OperationalError as exc:
+            if isinstance(exc, pg_errors.QueryCanceled) or isinstance(exc, _RETRY):
+                raise
+            raise SessionDBError(f"the connection to the session store {self.label} failed "
+                                 f"({self._scrub(exc)}); the next call reconnects") from None
+
+    def write(self, fn: Callable[[Any], T]) -> T:
+        """Run ``fn(tx)`` in one transaction; retried on serialization failures and deadlocks."""
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                with self._connection() as conn:
+                    with conn.transaction():
+                        return fn(PGTx(conn))
+            except _RETRY:
+                if attempt == WRITE_ATTEMPTS - 1:
+                    raise
+                time.sleep(min(1.0, 0.02 * 2 ** attempt) * (0.5 + random.random()))
+        raise AssertionError("unreachable")
+
+    def read(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        with self._connection() as conn:
+            return conn.execute(pg_sql(sql), tuple(params)).fetchall()
+
+    def read_with(self, fn: Callable[[Any], T]) -> T:
+        with self._connection() as conn:
+            return fn(PGTx(conn))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with _POOLS_GUARD:
+            entry = _POOLS.get(self.url)
+            last = entry is not None and entry[0] is self.pool and entry[1] <= 1
+            if last:
+                del _POOLS[self.url]
+            elif entry is not None and entry[0] is self.pool:
+                entry[1] -= 1
+        if last:
+            self.pool.close()
+        with self._idle_guard:
+            idle, self._idle_locks = self._idle_locks, []
+        for conn in idle:
+            conn.close()
+
+    def schema_version(self) -> int:
+        with self._connection() as conn:
+            return current_version(conn)
+
+    def pool_stats(self) -> dict[str, int]:
+        stats = self.pool.get_stats()
+        size = int(stats.get("pool_size", 0))
+        return {"size": size, "in_use": size - int(stats.get("pool_available", 0)),
+                "max_size": self.pool.max_size}
+
+    # -- advisory locks ------------------------------------------------------------------------
+
+    def _lock_connection(self) -> psycopg.Connection:
+        with self._idle_guard:
+            while self._idle_locks:
+                conn = self._idle_locks.pop()
+                if not conn.closed and not conn.broken:
+                    return conn
+        try:
+            return self._connect()
+        except psycopg.OperationalError as exc:
+            raise self._unreachable(exc) from None
+
+    def _return_lock_connection(self, conn: psycopg.Connection, healthy: bool) -> None:
+        with self._idle_guard:
+            if healthy and not self._closed and len(self._idle_locks) < IDLE_LOCK_CONNECTIONS:
+                self._idle_locks.append(conn)
+                return
+        conn.close()
+
+    @contextmanager
+    def advisory_lock(self, name: str, wait: Optional[float]) -> Iterator[bool]:
+        """A session-level ``pg_advisory_lock`` on a connection of its own (not the pool's), held
+        for the block: if the process dies, its connection drops and the lock with it."""
+        conn = self._lock_connection()
+        got, healthy = False, True
+        try:
+            if wait is not None and wait <= 0:
+                got = bool(conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))",
+                                        (name,)).fetchone()[0])
+            else:
+                ms = 0 if wait is None else max(1, int(wait * 1000))
+                conn.execute(f"SET lock_timeout = {ms}")
+                try:
+                    conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (name,))
+                    got = True
+                except pg_errors.LockNotAvailable:
+                    got = False
+                finally:
+                    conn.execute("SET lock_timeout = 0")
+        except psycopg.OperationalError as exc:
+            conn.close()
+            raise SessionDBError(f"advisory lock {name!r} on {self.label}: "
+                                 f"{self._scrub(exc)}") from None
+        try:
+            yield got
+        finally:
+            if got:
+                try:
+                    conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (name,))
+                except psycopg.Error as exc:  # the connection died: so did the lock
+                    logger.warning("advisory lock %r: release failed (%s)", name, self._scrub(exc))
+                    healthy = False
+            self._return_lock_connection(conn, healthy and not conn.broken)
+
+    # -- full-text search (tsvector) -----------------------------------------------------------
+
+    def match_text(self, query: str) -> str:
+        return to_tsquery_text(query)
+
+    def is_query_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, (pg_errors.SyntaxError, pg_errors.DataException))
+
+    def search_messages_sql(self, where: str) -> str:
+        return ("SELECT m.session_id, m.id AS message_id, m.role,"
+                f" ts_headline('{TS_CONFIG}', coalesce(m.content, ''), q,"
+                f" '{_HEADLINE.format(12)}') AS snippet,"
+                " m.created_at, m.active, s.title AS session_title"
+                f" FROM messages AS m CROSS JOIN to_tsquery('{TS_CONFIG}', ?) AS q"
+                " LEFT JOIN sessions AS s ON s.id = m.session_id"
+                f" WHERE m.search @@ q{where} ORDER BY ts_rank(m.search, q) DESC, m.id DESC LIMIT ?")
+
+    def session_hits(self, match: str, want: int, sort: str, child_filter: str,
+                     relevance_pool: int) -> list[dict[str, Any]]:
+        """The first matching message per session in ``sort`` order, up to ``want`` sessions
+        (``relevance``: the best-ranked among the newest ``relevance_pool`` matches)."""
+        cols = ("session_id, message_id, role, active, compacted, title, source, started_at,"
+                " updated_at")
+        where = f" AND {child_filter}" if child_filter else ""
+        base = ("SELECT m.session_id, m.id AS message_id, m.role, m.active, m.compacted, s.title,"
+                " s.source, s.started_at, s.updated_at, ts_rank(m.search, q) AS rank"
+                f" FROM messages AS m CROSS JOIN to_tsquery('{TS_CONFIG}', ?) AS q"
+                f" JOIN sessions AS s ON s.id = m.session_id WHERE m.search @@ q{where}")
+        if sort == "relevance":
+            sql = (f"SELECT {cols} FROM (SELECT DISTINCT ON (session_id) * FROM"
+                   f" ({base} ORDER BY m.id DESC LIMIT ?) AS pool"
+                   " ORDER BY session_id, rank DESC, message_id DESC) AS h"
+                   " ORDER BY rank DESC, message_id DESC LIMIT ?")
+            params: tuple = (match, int(relevance_pool), int(want))
+        else:
+            way = "ASC" if sort == "oldest" else "DESC"
+            sql = (f"SELECT {cols} FROM (SELECT DISTINCT ON (m.session_id) * FROM ({base}) AS m"
+                   f" ORDER BY m.session_id, m.message_id {way}) AS h"
+                   f" ORDER BY message_id {way} LIMIT ?")
+            params = (match, int(want))
+        return [dict(r) for r in self.read(sql, params)]
+
+    def add_snippets(self, match: str, sort: str, hits: list[dict[str, Any]]) -> None:
+        if not hits:
+            return
+        rows = self.read(f"SELECT id, ts_headline('{TS_CONFIG}', coalesce(content, ''),"
+                         f" to_tsquery('{TS_CONFIG}', ?), '{_HEADLINE.format(16)}')"
+                         " FROM messages WHERE id = ANY(?)",
+                         (match, [int(h["message_id"]) for h in hits]))
+        found = {int(r[0]): r[1] for r in rows}
+        for hit in hits:
+            hit["snippet"] = found.get(int(hit["message_id"]), "")
+
+    # -- health --------------------------------------------------------------------------------
+
+    def integrity_problems(self, expected: int) -> list[str]:
+        problems = []
+        version = self.schema_version()
+        if version != expected:
+            problems.append(f"schema version {version}, this Hermes expects {expected}")
+        orphans = self.read("SELECT count(*) FROM messages AS m WHERE NOT EXISTS"
+                            " (SELECT 1 FROM sessions AS s WHERE s.id = m.session_id)")[0][0]
+        if orphans:
+            problems.append(f"{orphans} messages point to a missing session")
+        return problems
+
+    def rebuild_search_index(self) -> None:
+        """The tsvector column is computed on write; rebuilding means reindexing its GIN index."""
+        with self._connection() as conn:
+            conn.execute("REINDEX INDEX idx_messages_search")

@@ -1,0 +1,102 @@
+"""SQLite schema: an ordered list of small migrations, each applied once (PRAGMA user_version =
+its number). Append a function to change the schema; never edit an old one. The PostgreSQL
+schema (``postgres_schema``) keeps its own list and version."""
+from __future__ import annotations
+
+import sqlite3
+from typing import Callable
+
+
+def _m1_core(c: sqlite3.Connection) -> None:
+    c.execute("""CREATE TABLE IF NOT EXISTS sessions (
+        id TEXT PRIMARY KEY, source TEXT, user_id TEXT, model TEXT, title TEXT,
+        parent_session_id TEXT, system_prompt TEXT, started_at REAL, ended_at REAL,
+        end_reason TEXT, updated_at REAL, message_count INTEGER NOT NULL DEFAULT 0,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0,
+        compactions INTEGER NOT NULL DEFAULT 0)""")
+    c.execute("CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_title ON sessions(title) "
+              "WHERE title IS NOT NULL")
+    c.execute("CREATE INDEX IF NOT EXISTS idx_sessions_updated ON sessions(updated_at)")
+    # content: always readable text (what FTS indexes); content_parts: the JSON of list/dict
+    # content, so it round-trips. seq: conversation order, = insertion order except when a
+    # compaction (replace_active_messages) slots in before rows another writer appended meanwhile.
+    c.execute("""CREATE TABLE IF NOT EXISTS messages (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        role TEXT NOT NULL, content TEXT, content_parts TEXT,
+        tool_calls TEXT, tool_call_id TEXT, tool_name TEXT, created_at REAL,
+        token_count INTEGER, active INTEGER NOT NULL DEFAULT 1,
+        compacted INTEGER NOT NULL DEFAULT 0, seq INTEGER NOT NULL DEFAULT 0)""")
+    c.execute("CREATE INDEX IF NOT EXISTS idx_messages_active "
+              "ON messages(session_id, active, id)")
+    c.execute("CREATE INDEX IF NOT EXISTS idx_messages_seq ON messages(session_id, seq)")
+    c.execute("""CREATE TABLE IF NOT EXISTS compression_locks (
+        session_id TEXT PRIMARY KEY, holder TEXT NOT NULL, acquired_at REAL, expires_at REAL)""")
+    c.execute("""CREATE TABLE IF NOT EXISTS session_keys (
+        key TEXT PRIMARY KEY, session_id TEXT, updated_at REAL)""")
+
+
+FTS_TRIGGERS = ("messages_fts_ai", "messages_fts_ad", "messages_fts_au")
+
+
+def _m2_fts(c: sqlite3.Connection) -> None:
+    # External-content FTS5 over messages (text stored once); triggers keep it in sync (a
+    # 'delete' must repeat the indexed values), 'rebuild' indexes rows written before this version.
+    c.execute("CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(content, tool_name, "
+              "content='messages', content_rowid='id', "
+              "tokenize='porter unicode61 remove_diacritics 2')")
+    ins = ("INSERT INTO messages_fts(rowid, content, tool_name) "
+           "VALUES (new.id, new.content, new.tool_name);")
+    dele = ("INSERT INTO messages_fts(messages_fts, rowid, content, tool_name) "
+            "VALUES ('delete', old.id, old.content, old.tool_name);")
+    c.execute(f"CREATE TRIGGER IF NOT EXISTS messages_fts_ai AFTER INSERT ON messages BEGIN {ins} END")
+    c.execute(f"CREATE TRIGGER IF NOT EXISTS messages_fts_ad AFTER DELETE ON messages BEGIN {dele} END")
+    c.execute("CREATE TRIGGER IF NOT EXISTS messages_fts_au AFTER UPDATE OF content, tool_name "
+              f"ON messages BEGIN {dele} {ins} END")
+    c.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
+
+
+def _m3_delegations(c: sqlite3.Connection) -> None:
+    # One row per subagent of delegate_task (SPEC §13), written when the child ends. The child's
+    # own session carries parent_session_id too; this row adds what only the parent knew: the
+    # task's place in its batch, how it ended, and its cost. Deleting either session drops it.
+    c.execute("""CREATE TABLE IF NOT EXISTS delegations (
+        child_session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+        parent_session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        task_index INTEGER NOT NULL, goal TEXT, status TEXT NOT NULL, started_at REAL,
+        duration REAL, api_calls INTEGER NOT NULL DEFAULT 0,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0,
+        error TEXT)""")
+    c.execute("CREATE INDEX IF NOT EXISTS idx_delegations_parent "
+              "ON delegations(parent_session_id, started_at, task_index)")
+
+
+def _m4_api_responses(c: sqlite3.Connection) -> None:
+    # Responses API objects the API server keeps for GET/DELETE /v1/responses/{id} and chaining.
+    c.execute("""CREATE TABLE IF NOT EXISTS api_responses (
+        id TEXT PRIMARY KEY, session_id TEXT, created_at REAL, body TEXT NOT NULL)""")
+    c.execute("CREATE INDEX IF NOT EXISTS idx_api_responses_session ON api_responses(session_id)")
+
+
+def _m5_cron(c: sqlite3.Connection) -> None:
+    # Scheduled jobs (SPEC §12). Every occurrence a scheduler fires or skips is one cron_runs row,
+    # unique per (job_id, scheduled_at): the row IS the claim, so no two schedulers (processes,
+    # hosts) ever run one occurrence twice. Times are UTC epoch seconds.
+    c.execute("""CREATE TABLE IF NOT EXISTS cron_jobs (
+        id TEXT PRIMARY KEY, name TEXT, prompt TEXT NOT NULL, schedule TEXT NOT NULL,
+        timezone TEXT NOT NULL, deliver TEXT NOT NULL DEFAULT 'local', origin TEXT, skills TEXT,
+        workdir TEXT, repeat INTEGER, run_count INTEGER NOT NULL DEFAULT 0,
+        state TEXT NOT NULL DEFAULT 'scheduled', next_run_at REAL, created_at REAL NOT NULL,
+        updated_at REAL, last_run_at REAL, last_status TEXT, last_failure TEXT)""")
+    c.execute("CREATE INDEX IF NOT EXISTS idx_cron_jobs_due ON cron_jobs(state, next_run_at)")
+    c.execute("CREATE INDEX IF NOT EXISTS idx_cron_jobs_name ON cron_jobs(name)")
+    c.execute("""CREATE TABLE IF NOT EXISTS cron_runs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, job_id TEXT NOT NULL, scheduled_at REAL NOT NULL,
+        trigger TEXT NOT NULL, status TEXT NOT NULL, claimed_by TEXT, started_at REAL,
+        heartbeat_at REAL, finished_at REAL, session_id TEXT, output_path TEXT, error TEXT,
+        note TEXT, delivery TEXT, UNIQUE (job_id, scheduled_at))""")
+    c.execute("CREATE INDEX IF NOT EXISTS idx_cron_runs_status ON cron_runs(status)")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_core, _m2_fts, _m3_delegations,
+                                                          _m4_api_responses, _m5_cron]
