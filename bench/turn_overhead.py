@@ -1,10 +1,13 @@
 """What the runtime costs next to the wire: one plain turn over a 400-message history.
 
 Prints the median ``run_conversation`` time, the median raw HTTP POST of the same request body to
-the same loopback server, their ratio, ``import run_agent`` time and ``AIAgent()`` construction time.
+the same loopback server, their ratio, the time the turn spent in the session store (its share of
+the turn), ``import run_agent`` time and ``AIAgent()`` construction time.
 Targets (issue 2): ratio <= 2.0, import <= 150 ms, construction <= 20 ms.
 
-    .venv/bin/python bench/turn_overhead.py [--runs 100]
+    .venv/bin/python bench/turn_overhead.py [--runs 100] [--store postgresql://user:pw@host/db]
+
+``--store`` runs the agent on that PostgreSQL database (default: SQLite under a temp HERMES_HOME).
 """
 from __future__ import annotations
 
@@ -54,12 +57,36 @@ def measure_startup() -> tuple[float, float, float]:
     return tuple(statistics.median(r[i] for r in rows) for i in range(3))  # type: ignore[return-value]
 
 
+class StoreTimer:
+    """Times every public SessionDB method the agent calls (wrapped on the instance)."""
+
+    def __init__(self, db) -> None:
+        self.spent, self.calls = 0.0, 0
+        for name in dir(type(db)):
+            attr = getattr(db, name, None)
+            if not name.startswith("_") and callable(attr):
+                setattr(db, name, self._timed(attr))
+
+    def _timed(self, fn):
+        def call(*a, **kw):
+            t = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                self.spent += time.perf_counter() - t
+                self.calls += 1
+        return call
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--store", metavar="URL", help="a postgresql:// URL (default: SQLite)")
     args = ap.parse_args()
     home = tempfile.mkdtemp(prefix="hermes-bench-")
     os.environ["HERMES_HOME"] = home
+    if args.store:
+        os.environ["HERMES_DATABASE_URL"] = args.store
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENROUTER_API_KEY"):
         os.environ.pop(var, None)
     proc, base_url = start_provider()
@@ -68,6 +95,8 @@ def main() -> None:
 
         agent = AIAgent(base_url=base_url, api_key="bench", model="fake-model", quiet_mode=True,
                         skip_context_files=True, skip_memory=True)
+        store_name = f"{agent.session_db.backend} {agent.session_db.label}"
+        timer = StoreTimer(agent.session_db)
         hist = history()
         agent.run_conversation("warm up", conversation_history=list(hist))
         payload = {"model": "fake-model",
@@ -85,11 +114,14 @@ def main() -> None:
             json.loads(conn.getresponse().read())
 
         raw_post()
-        turn, raw = [], []
+        turn, raw, store, calls = [], [], [], []
         for _ in range(args.runs):  # interleaved, so both see the same machine
+            timer.spent, timer.calls = 0.0, 0
             t = time.perf_counter()
             res = agent.run_conversation("One more question?", conversation_history=list(hist))
             turn.append(time.perf_counter() - t)
+            store.append(timer.spent)
+            calls.append(timer.calls)
             assert res["completed"], res
             t = time.perf_counter()
             raw_post()
@@ -99,8 +131,12 @@ def main() -> None:
         proc.terminate()
         proc.wait()
     t_med, r_med = statistics.median(turn), statistics.median(raw)
+    s_med = statistics.median(store)
     print(f"history: {len(hist)} messages, request body {len(body):,} bytes, {args.runs} runs")
+    print(f"store                   : {store_name}")
     print(f"run_conversation median : {t_med * 1000:8.2f} ms")
+    print(f"store calls per turn    : {s_med * 1000:8.2f} ms median over {statistics.median(calls):.0f}"
+          f" calls ({s_med / t_med:.1%} of the turn)")
     print(f"raw HTTP POST median    : {r_med * 1000:8.2f} ms")
     print(f"ratio                   : {t_med / r_med:8.2f}   (target <= 2.0)")
     print(f"import run_agent        : {imp * 1000:8.1f} ms (target <= 150)")

@@ -1,19 +1,17 @@
 """Who may talk to the agent through a chat platform: deny by default, allowlists, one-time pairing codes.
 
 Decisions are pure functions of (environment, stored approvals, clock) so they are testable without a
-platform. Pairing state lives in ``HERMES_HOME/pairing/`` as small JSON files shared by the gateway
-and the ``hermes pairing`` command (two processes), so every change is a locked read-modify-write.
+platform. Pairing state lives in the session store (``SessionDB.pairing_*``), shared by every gateway
+worker and the ``hermes pairing`` command; every change is one read-modify-write transaction.
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import secrets
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from agent.config import hermes_home
 
@@ -40,49 +38,65 @@ def allowlisted(platform: str, user_id: str, env: Mapping[str, str] | None = Non
 
 
 class PairingStore:
-    """Pending codes and approved users per platform, under ``<home>/pairing/``."""
+    """Pending codes and approved users per platform, kept in the session store (table
+    ``pairing_state``; SQLite or PostgreSQL), so every gateway worker and host and the
+    ``hermes pairing`` command share them. Files an older Hermes left in ``<home>/pairing/`` are
+    imported once (then renamed ``*.imported``)."""
 
-    def __init__(self, home: Optional[Path] = None, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, home: Optional[Path] = None, clock: Callable[[], float] = time.time,
+                 db: Any = None) -> None:
         self.dir = (home or hermes_home()) / "pairing"
         self.clock = clock
+        self._db = db
+        self._owns_db = db is None
+        self._explicit_home = home is not None
 
-    # -- files ---------------------------------------------------------------------------------
-    def _path(self, platform: str, kind: str) -> Path:
-        safe = "".join(c for c in platform.lower() if c.isalnum() or c in "-_") or "unknown"
-        return self.dir / f"{safe}-{kind}.json"
+    @property
+    def db(self) -> Any:
+        """The SessionDB (opened on first use: the configured store, else ``<home>/state.db``)."""
+        if self._db is None:
+            from hermes_state import SessionDB, configured_url
+            if self._explicit_home and not configured_url():
+                self._db = SessionDB(self.dir.parent / "state.db")
+            else:
+                self._db = SessionDB()
+            self._import_files()
+        return self._db
 
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with open(self.dir / ".lock", "a+") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+    def close(self) -> None:
+        """Close the store this object opened itself (one passed in stays open)."""
+        if self._db is not None and self._owns_db:
+            self._db.close()
+            self._db = None
+
+    def _import_files(self) -> None:
+        """Move the JSON files of the file-based store into the table, once."""
+        if not self.dir.is_dir():
+            return
+        for path in sorted(self.dir.glob("*-*.json")):
+            platform, kind = path.stem.rsplit("-", 1)
             try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue  # unreadable: left where it is, as the old store would have ignored it
+            if isinstance(data, dict):
+                self._db.pairing_import(platform, kind, data)
+            try:
+                os.replace(path, path.with_name(path.name + ".imported"))
+            except OSError:
+                pass  # another process imported it at the same moment
 
-    def _read(self, path: Path) -> dict[str, Any]:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            return {}
+    @staticmethod
+    def _platform(platform: str) -> str:
+        return "".join(c for c in platform.lower() if c.isalnum() or c in "-_") or "unknown"
 
-    def _write(self, path: Path, data: dict[str, Any]) -> None:
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-
-    def _live_pending(self, platform: str) -> dict[str, Any]:
+    def _live(self, pending: dict[str, Any]) -> dict[str, Any]:
         now = self.clock()
-        pending = self._read(self._path(platform, "pending"))
         return {c: e for c, e in pending.items() if now - float(e.get("created_at", 0)) < CODE_TTL_SECONDS}
 
     # -- decisions -----------------------------------------------------------------------------
     def is_approved(self, platform: str, user_id: str) -> bool:
-        return str(user_id) in self._read(self._path(platform, "approved"))
+        return str(user_id) in self.db.pairing_read(self._platform(platform))["approved"]
 
     def request_code(self, platform: str, user_id: str, user_name: str = "", chat_id: str = "") -> Optional[str]:
         """The user's live code (reused so repeated messages do not mint new ones), or a new one.
@@ -98,11 +112,13 @@ class PairingStore:
         (this user's cap) or ``"quiet"`` (answered less than ``REPLY_INTERVAL_SECONDS`` ago: a user who
         keeps messaging gets no reply per message)."""
         uid, now = str(user_id), self.clock()
-        with self._locked():
-            pending = self._live_pending(platform)
-            history = {u: h for u, h in self._read(self._path(platform, "requests")).items()
+
+        def change(state: dict[str, dict[str, Any]]) -> tuple[Optional[str], str]:
+            pending = self._live(state["pending"])
+            history = {u: h for u, h in state["requests"].items()
                        if now - max([float(h.get("replied_at", 0)), *map(float, h.get("codes", []))])
                        < CODES_WINDOW_SECONDS}
+            state["requests"] = history
             mine = history.setdefault(uid, {"codes": [], "replied_at": 0})
             mine["codes"] = [t for t in mine.get("codes", []) if now - float(t) < CODES_WINDOW_SECONDS]
             if throttle_replies and now - float(mine.get("replied_at", 0)) < REPLY_INTERVAL_SECONDS:
@@ -118,49 +134,44 @@ class PairingStore:
                     pending[code] = {"user_id": uid, "user_name": user_name, "chat_id": str(chat_id),
                                      "created_at": now}
                     mine["codes"].append(now)
-                    self._write(self._path(platform, "pending"), pending)
+                    state["pending"] = pending
             if throttle_replies:
                 mine["replied_at"] = now
-            self._write(self._path(platform, "requests"), history)
             return code, verdict
+
+        result: tuple[Optional[str], str] = self.db.pairing_update(self._platform(platform), change)
+        return result
 
     def approve(self, platform: str, code: str) -> Optional[dict[str, Any]]:
         """Admit the user behind a live code; the code is consumed. None if unknown or expired."""
         code = code.strip().upper()
-        with self._locked():
-            pending = self._live_pending(platform)
+
+        def change(state: dict[str, dict[str, Any]]) -> Optional[dict[str, Any]]:
+            pending = self._live(state["pending"])
             entry = pending.pop(code, None)
-            self._write(self._path(platform, "pending"), pending)  # also drops expired codes
+            state["pending"] = pending  # also drops expired codes
             if entry is None:
                 return None
-            approved = self._read(self._path(platform, "approved"))
-            approved[entry["user_id"]] = {"user_name": entry.get("user_name", ""), "approved_at": self.clock()}
-            self._write(self._path(platform, "approved"), approved)
-            history = self._read(self._path(platform, "requests"))
-            if history.pop(entry["user_id"], None) is not None:  # admitted: a later revoke starts afresh
-                self._write(self._path(platform, "requests"), history)
+            state["approved"][entry["user_id"]] = {"user_name": entry.get("user_name", ""),
+                                                   "approved_at": self.clock()}
+            state["requests"].pop(entry["user_id"], None)  # admitted: a later revoke starts afresh
             return entry
 
+        return self.db.pairing_update(self._platform(platform), change)
+
     def revoke(self, platform: str, user_id: str) -> bool:
-        with self._locked():
-            approved = self._read(self._path(platform, "approved"))
-            if approved.pop(str(user_id), None) is None:
-                return False
-            self._write(self._path(platform, "approved"), approved)
-            return True
+        return self.db.pairing_update(self._platform(platform),
+                                      lambda state: state["approved"].pop(str(user_id), None) is not None)
 
     def platforms(self) -> list[str]:
-        if not self.dir.is_dir():
-            return []
-        names = {p.name.rsplit("-", 1)[0] for p in self.dir.glob("*-*.json")}
-        return sorted(names)
+        return self.db.pairing_platforms()
 
     def list(self) -> dict[str, dict[str, Any]]:
         """``{platform: {"pending": {code: entry}, "approved": {user_id: entry}}}`` (live codes only)."""
         out: dict[str, dict[str, Any]] = {}
         for platform in self.platforms():
-            out[platform] = {"pending": self._live_pending(platform),
-                             "approved": self._read(self._path(platform, "approved"))}
+            state = self.db.pairing_read(platform)
+            out[platform] = {"pending": self._live(state["pending"]), "approved": state["approved"]}
         return out
 
 

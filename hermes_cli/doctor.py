@@ -113,17 +113,25 @@ def check_database() -> Check:
         db = SessionDB()
     except Exception as exc:  # noqa: BLE001
         return Check(FAIL, "session store", str(exc))
+    where = db.label  # a path, or the PostgreSQL URL without its password
     try:
         problems = db.integrity_check()
         n = db.count_sessions()
+        version, pool = db.schema_version(), db.pool_stats()
     except Exception as exc:  # noqa: BLE001
-        return Check(FAIL, "session store", f"check failed on {db.db_path}: {exc}")
+        return Check(FAIL, "session store", f"check failed on {where}: {exc}")
     finally:
         db.close()
+    if db.backend == "postgresql":
+        if problems:
+            return Check(FAIL, "session store", f"PostgreSQL {where}: {'; '.join(problems[:3])}")
+        return Check(OK, "session store", f"PostgreSQL {where} reachable, schema version {version}, "
+                     f"pool {pool['size']}/{pool['max_size']} connections ({pool['in_use']} in use), "
+                     f"{n} sessions")
     if problems:
-        return Check(FAIL, "session store", f"{db.db_path}: {'; '.join(problems[:3])}; fix: back it up, "
+        return Check(FAIL, "session store", f"{where}: {'; '.join(problems[:3])}; fix: back it up, "
                      f"then move it aside (a new one is created) or restore a backup")
-    return Check(OK, "session store", f"{db.db_path} intact, search index consistent ({n} sessions)")
+    return Check(OK, "session store", f"{where} intact, search index consistent ({n} sessions)")
 
 
 def local_model_status(model_path: Optional[str] = None) -> tuple[bool, str]:

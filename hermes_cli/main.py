@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     from hermes_cli.cron_cmd import add_parser as add_cron
 
     add_cron(sub)
+    from hermes_cli.store_cmd import add_parser as add_store
+
+    add_store(sub)
 
     pg = sub.add_parser("config", help="show, get or set configuration")
     cs = pg.add_subparsers(dest="config_action", metavar="ACTION")
@@ -130,6 +133,12 @@ def dispatch(args: argparse.Namespace) -> int:
 
         load_env_file()
         return cron_cmd.run(args)
+    if cmd == "store":
+        from agent.config import load_env_file
+        from hermes_cli import store_cmd
+
+        load_env_file()
+        return store_cmd.run(args)
     if cmd == "config":
         from agent.config import load_env_file
         from hermes_cli import config_cmd
@@ -214,6 +223,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             return 2
         if type(exc).__name__ in ("CommandError", "TurnFailed", "SessionDBError", "ValueError"):
             _error(_one_line(exc))
+            if type(exc).__name__ == "SessionDBError" and getattr(exc, "unusable_config", False):
+                return 2  # e.g. a PostgreSQL store that cannot be reached
         else:  # unexpected: name the kind so a bug report says something
             _error(f"{type(exc).__name__}: {_one_line(exc)} (rerun with --debug for details)")
         status = getattr(exc, "status", 1) if type(exc).__name__ == "TurnFailed" else 1

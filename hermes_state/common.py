@@ -22,7 +22,17 @@ PREVIEW_CHARS = 60
 
 class SessionDBError(RuntimeError):
     """The store cannot be opened or reached; the message names it (a URL without its password)
-    and what to do about it."""
+    and what to do about it. ``unusable_config``: the configured store cannot be used at all
+    (bad URL, server unreachable): the CLI exits 2."""
+
+    unusable_config = False
+
+
+def unusable(message: str) -> SessionDBError:
+    """A ``SessionDBError`` saying the configured store cannot be used (CLI exit status 2)."""
+    exc = SessionDBError(message)
+    exc.unusable_config = True
+    return exc
 
 
 class CompressionLockLost(RuntimeError):

@@ -21,7 +21,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .common import SessionDBError, configured_pool_size, logger, redact_url, scrub
+from .common import SessionDBError, configured_pool_size, logger, redact_url, scrub, unusable
 from .postgres_schema import MIGRATIONS, TS_CONFIG, current_version, migrate
 from .tsquery import to_tsquery_text
 
@@ -152,7 +152,7 @@ class PostgresBackend:
         return scrub(" ".join(str(exc).split()), self.url)
 
     def _unreachable(self, exc: BaseException) -> SessionDBError:
-        return SessionDBError(f"cannot reach the session store {self.label}: {self._scrub(exc)}; "
+        return unusable(f"cannot reach the session store {self.label}: {self._scrub(exc)}; "
                               "check store.url / HERMES_DATABASE_URL and that PostgreSQL is running")
 
     @contextmanager

@@ -73,8 +73,13 @@ _V1_CORE = [
     "CREATE INDEX idx_cron_runs_status ON cron_runs(status)",
 ]
 
+_V2_PAIRING = [
+    """CREATE TABLE pairing_state (platform TEXT NOT NULL, kind TEXT NOT NULL, data TEXT NOT NULL,
+        updated_at DOUBLE PRECISION, PRIMARY KEY (platform, kind))""",
+]
+
 # Each entry: the statements of one version, applied in one transaction.
-MIGRATIONS: list[list[str]] = [_V1_CORE]
+MIGRATIONS: list[list[str]] = [_V1_CORE, _V2_PAIRING]
 
 
 def migrate(conn: Any) -> int:

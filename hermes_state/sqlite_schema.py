@@ -100,3 +100,14 @@ def _m5_cron(c: sqlite3.Connection) -> None:
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_core, _m2_fts, _m3_delegations,
                                                           _m4_api_responses, _m5_cron]
+
+
+def _m6_pairing(c: sqlite3.Connection) -> None:
+    # Chat pairing (gateway/access.py): per platform, the pending codes, approved users and
+    # per-user request history, each one JSON document read and written in one transaction.
+    c.execute("""CREATE TABLE IF NOT EXISTS pairing_state (
+        platform TEXT NOT NULL, kind TEXT NOT NULL, data TEXT NOT NULL, updated_at REAL,
+        PRIMARY KEY (platform, kind))""")
+
+
+MIGRATIONS.append(_m6_pairing)

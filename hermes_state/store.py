@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, ContextManager, Iterable, Optional, TypeVar
 
-from .common import SessionDBError, configured_url, is_postgres_url
+from .common import SessionDBError, configured_url, is_postgres_url, unusable
 from .cron_store import CronMixin
 from .locks import LocksMixin
 from .messages import MessagesMixin
+from .pairing import PairingMixin
 from .records import RecordsMixin
 from .search import SearchMixin
 from .sessions import SessionsMixin
@@ -29,7 +30,7 @@ def open_backend(db_path: Optional[str | os.PathLike[str]] = None,
         url = configured_url()
     if url is not None and db_path is None:
         if not is_postgres_url(url):
-            raise SessionDBError(f"store.url / HERMES_DATABASE_URL must be a postgresql:// URL, "
+            raise unusable(f"store.url / HERMES_DATABASE_URL must be a postgresql:// URL, "
                                  f"not {url.split('://', 1)[0]!r}; unset it to use SQLite")
         from .postgres_backend import PostgresBackend
         return PostgresBackend(url)
@@ -39,7 +40,8 @@ def open_backend(db_path: Optional[str | os.PathLike[str]] = None,
     return SQLiteBackend(ensure_home() / "state.db" if db_path is None else db_path)
 
 
-class SessionDB(SessionsMixin, MessagesMixin, SearchMixin, LocksMixin, CronMixin, RecordsMixin):
+class SessionDB(SessionsMixin, MessagesMixin, SearchMixin, LocksMixin, CronMixin, RecordsMixin,
+                PairingMixin):
     """The session store shared by every Hermes surface, process and (on PostgreSQL) host.
 
     Sessions: ``create_session``, ``get_session``, ``list_sessions``, ``end_session``,
@@ -52,7 +54,7 @@ class SessionDB(SessionsMixin, MessagesMixin, SearchMixin, LocksMixin, CronMixin
     Session search (SPEC §11): ``search_sessions``, ``messages_around``, ``session_head_tail``,
     ``recent_sessions``.
     Gateway: ``bind_session_key``, ``get_session_for_key``, ``unbind_session_key``; pairing
-    (``pairing_*``); API server responses: ``save_response``, ``get_response``,
+    (``pairing_read``, ``pairing_update``, ``pairing_import``, ``pairing_platforms``); API server responses: ``save_response``, ``get_response``,
     ``delete_response``. Delegation: ``record_delegation``, ``list_children``.
     Scheduled jobs (SPEC §12): ``add_cron_job``, ``get_cron_job``, ``find_cron_jobs``,
     ``list_cron_jobs``, ``update_cron_job``, ``delete_cron_job``, ``next_cron_job``; runs:
