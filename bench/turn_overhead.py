@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import inspect
 import json
 import os
 import statistics
@@ -63,9 +64,8 @@ class StoreTimer:
     def __init__(self, db) -> None:
         self.spent, self.calls = 0.0, 0
         for name in dir(type(db)):
-            attr = getattr(db, name, None)
-            if not name.startswith("_") and callable(attr):
-                setattr(db, name, self._timed(attr))
+            if not name.startswith("_") and inspect.isfunction(getattr(type(db), name)):
+                setattr(db, name, self._timed(getattr(db, name)))
 
     def _timed(self, fn):
         def call(*a, **kw):

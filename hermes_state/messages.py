@@ -12,6 +12,7 @@ from typing import Any, Iterable, Optional
 from .common import (CompressionLockLost, decode_content, encode_content, logger,
                      parse_tool_calls)
 
+INSERT_BATCH = 500  # rows per INSERT (10 parameters each: under SQLite's variable limit)
 MESSAGE_COLUMNS = ("id, session_id, role, content, content_parts, tool_calls, tool_call_id,"
                    " tool_name, created_at, token_count, active, compacted, seq")
 
@@ -28,14 +29,16 @@ class MessagesMixin:
                   "updated_at = excluded.updated_at", (session_id, now, now))
 
     def _insert_messages(self, c: Any, session_id: str, messages: list[dict[str, Any]],
-                         seq_start: Optional[int] = None) -> list[int]:
-        """Insert in order inside the caller's transaction; keeps the session counters current."""
+                         seq_start: Optional[int] = None,
+                         usage: Optional[tuple[int, int]] = None) -> list[int]:
+        """Insert in order inside the caller's transaction; keeps the session counters (and
+        ``usage``, when given) current. Few statements: each is a round trip on PostgreSQL."""
         now = time.time()
         self._touch_session(c, session_id, now)
         if seq_start is None:
             seq_start = c.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM messages "
                                   "WHERE session_id = ?", (session_id,)).fetchone()[0]
-        ids = []
+        rows = []
         for offset, msg in enumerate(messages):
             if not msg.get("role"):
                 raise ValueError(f"message {offset} has no role; nothing was saved")
@@ -43,17 +46,22 @@ class MessagesMixin:
             tc = msg.get("tool_calls")
             if tc is not None and not isinstance(tc, str):
                 tc = json.dumps(tc, ensure_ascii=False)
-            cur = c.execute(
+            rows.append((session_id, msg["role"], content, parts, tc, msg.get("tool_call_id"),
+                         msg.get("tool_name") or msg.get("name"), now, msg.get("token_count"),
+                         seq_start + offset))
+        ids: list[int] = []
+        for start in range(0, len(rows), INSERT_BATCH):  # one multi-row INSERT per batch
+            batch = rows[start:start + INSERT_BATCH]
+            by_seq = {int(seq): int(rid) for rid, seq in c.execute(
                 "INSERT INTO messages (session_id, role, content, content_parts, tool_calls,"
-                " tool_call_id, tool_name, created_at, token_count, seq)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?) RETURNING id",
-                (session_id, msg["role"], content, parts,
-                 tc, msg.get("tool_call_id"),
-                 msg.get("tool_name") or msg.get("name"), now, msg.get("token_count"),
-                 seq_start + offset))
-            ids.append(int(cur.fetchone()[0]))
-        c.execute("UPDATE sessions SET message_count = message_count + ?, updated_at = ? "
-                  "WHERE id = ?", (len(ids), now, session_id))
+                " tool_call_id, tool_name, created_at, token_count, seq) VALUES "
+                + ", ".join(["(?,?,?,?,?,?,?,?,?,?)"] * len(batch)) + " RETURNING id, seq",
+                [v for row in batch for v in row]).fetchall()}
+            ids.extend(by_seq[row[-1]] for row in batch)  # RETURNING order is not promised
+        prompt, completion = (int(usage[0] or 0), int(usage[1] or 0)) if usage else (0, 0)
+        c.execute("UPDATE sessions SET message_count = message_count + ?, updated_at = ?,"
+                  " prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?"
+                  " WHERE id = ?", (len(ids), now, prompt, completion, session_id))
         return ids
 
     def append_message(self, session_id: str, role: str, content: Any = None,
@@ -74,15 +82,8 @@ class MessagesMixin:
         if not messages:
             return []
 
-        def tx(c: Any) -> list[int]:
-            ids = self._insert_messages(c, session_id, list(messages))
-            if usage and any(usage):
-                c.execute("UPDATE sessions SET prompt_tokens = prompt_tokens + ?, "
-                          "completion_tokens = completion_tokens + ? WHERE id = ?",
-                          (int(usage[0] or 0), int(usage[1] or 0), session_id))
-            return ids
-
-        return self._write(tx)
+        return self._write(lambda c: self._insert_messages(c, session_id, list(messages),
+                                                           usage=usage))
 
     def get_messages(self, session_id: str, include_inactive: bool = False) -> list[dict[str, Any]]:
         """Stored rows in conversation order. A corrupt tool_calls column comes back as raw text."""

@@ -4,12 +4,13 @@ Several processes on several hosts share the database (SPEC §16). Every write i
 transaction on a pooled autocommit connection (``conn.transaction()``), retried when PostgreSQL
 reports a serialization failure or deadlock; a lost connection becomes ``SessionDBError``
 (nothing is retried blindly: a write whose COMMIT was in flight may or may not have happened).
-The pool checks each connection before lending it, so after a database restart the next call
-gets a fresh one. Messages, URLs and errors never show the password.
+A connection found dead before anything was sent on it (or under a read) is dropped and the call
+retried on a fresh one, so after a database restart the next call works. Messages, URLs and errors never show the password.
 """
 from __future__ import annotations
 
 import atexit
+import os
 import random
 import threading
 import time
@@ -71,30 +72,35 @@ class _Empty:
 
 
 class PGTx:
-    """The connection a transaction function gets: ``execute``/``executemany`` with ``?``."""
+    """The connection a transaction function gets: ``execute``/``executemany`` with ``?``.
+    ``used`` tells whether a statement was sent (before that, a failure can be retried)."""
 
-    def __init__(self, conn: psycopg.Connection) -> None:
+    def __init__(self, conn: Optional[psycopg.Connection]) -> None:
         self.conn = conn
+        self.used = False
 
     def execute(self, sql: str, params: Iterable[Any] = ()) -> Any:
+        self.used = True
         return self.conn.execute(pg_sql(sql), tuple(params))
 
     def executemany(self, sql: str, seq: Iterable[Iterable[Any]]) -> Any:
         rows = [tuple(p) for p in seq]
         if not rows:
             return _Empty()
+        self.used = True
         cur = self.conn.cursor()
         cur.executemany(pg_sql(sql), rows)
         return cur
 
 
-_POOLS: dict[str, list[Any]] = {}  # url -> [pool, users]: one pool per database per process
+# (pid, url) -> [pool, users]: one pool per database per process (a forked child opens its own)
+_POOLS: dict[tuple[int, str], list[Any]] = {}
 _POOLS_GUARD = threading.Lock()
 
 
 def _close_all_pools() -> None:
     with _POOLS_GUARD:
-        pools = list(_POOLS.values())
+        pools = [entry for key, entry in _POOLS.items() if key[0] == os.getpid()]
         _POOLS.clear()
     for pool, _users in pools:
         pool.close(timeout=1)
@@ -117,10 +123,11 @@ class PostgresBackend:
         self._closed = False
         self._idle_locks: list[psycopg.Connection] = []
         self._idle_guard = threading.Lock()
+        self._key = (os.getpid(), url)
         with _POOLS_GUARD:  # the first SessionDB of a database in this process migrates it
-            entry = _POOLS.get(url)
+            entry = _POOLS.get(self._key)
             if entry is None:
-                entry = _POOLS[url] = [self._open_pool(pool_size), 0]
+                entry = _POOLS[self._key] = [self._open_pool(pool_size), 0]
             entry[1] += 1
         self.pool: ConnectionPool = entry[0]
 
@@ -135,8 +142,7 @@ class PostgresBackend:
                                  f"version {len(MIGRATIONS)}: {self._scrub(exc)}") from None
         size = pool_size or configured_pool_size()
         return ConnectionPool(self.url, min_size=1, max_size=size, open=True, name="hermes",
-                              kwargs=self._connect_kwargs(), timeout=POOL_WAIT, num_workers=1,
-                              check=ConnectionPool.check_connection)
+                              kwargs=self._connect_kwargs(), timeout=POOL_WAIT, num_workers=1)
 
     # -- connections ---------------------------------------------------------------------------
 
@@ -155,53 +161,62 @@ class PostgresBackend:
         return unusable(f"cannot reach the session store {self.label}: {self._scrub(exc)}; "
                               "check store.url / HERMES_DATABASE_URL and that PostgreSQL is running")
 
-    @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection]:
+    def _run(self, fn: Callable[[PGTx], T], transaction: bool) -> T:
+        """``fn`` on a pooled connection (in a transaction when asked), with the retries that
+        are safe: a serialization failure or deadlock (PostgreSQL rolled it all back); a
+        connection that died while idle in the pool (e.g. the server restarted), noticed before
+        anything was sent, or under a read (reads can be repeated). A write whose connection
+        fails midway is not repeated: it fails with ``SessionDBError`` and the next call
+        reconnects."""
         if self._closed:
             raise SessionDBError(f"the session store {self.label} is closed")
-        try:
-            with self.pool.connection() as conn:
-                yield conn
-        except PoolTimeout as exc:
-            raise SessionDBError(f"no connection to the session store {self.label} within "
-                                 f"{POOL_WAIT:.0f} s ({self._scrub(exc)}); is PostgreSQL running? "
-                                 "Try again") from None
-        except psycopg.OperationalError as exc:
-            if isinstance(exc, pg_errors.QueryCanceled) or isinstance(exc, _RETRY):
-                raise
-            raise SessionDBError(f"the connection to the session store {self.label} failed "
-                                 f"({self._scrub(exc)}); the next call reconnects") from None
-
-    def write(self, fn: Callable[[Any], T]) -> T:
-        """Run ``fn(tx)`` in one transaction; retried on serialization failures and deadlocks."""
-        for attempt in range(WRITE_ATTEMPTS):
+        lost = 0
+        for attempt in range(WRITE_ATTEMPTS + self.pool.max_size):
+            tx = PGTx(None)
             try:
-                with self._connection() as conn:
+                with self.pool.connection() as conn:
+                    tx.conn = conn
+                    if not transaction:
+                        return fn(tx)
                     with conn.transaction():
-                        return fn(PGTx(conn))
+                        return fn(tx)
+            except PoolTimeout as exc:
+                raise SessionDBError(f"no connection to the session store {self.label} within "
+                                     f"{POOL_WAIT:.0f} s ({self._scrub(exc)}); is PostgreSQL "
+                                     "running? Try again") from None
             except _RETRY:
-                if attempt == WRITE_ATTEMPTS - 1:
+                if attempt >= WRITE_ATTEMPTS - 1:
                     raise
                 time.sleep(min(1.0, 0.02 * 2 ** attempt) * (0.5 + random.random()))
+            except psycopg.OperationalError as exc:
+                if isinstance(exc, pg_errors.QueryCanceled):
+                    raise
+                lost += 1
+                if (not tx.used or not transaction) and lost <= self.pool.max_size:
+                    continue  # a dead idle connection: the pool drops it, the next one is fresh
+                raise SessionDBError(f"the connection to the session store {self.label} failed "
+                                     f"({self._scrub(exc)}); the next call reconnects") from None
         raise AssertionError("unreachable")
 
+    def write(self, fn: Callable[[Any], T]) -> T:
+        """Run ``fn(tx)`` in one transaction (see ``_run`` for what is retried)."""
+        return self._run(fn, transaction=True)
+
     def read(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
-        with self._connection() as conn:
-            return conn.execute(pg_sql(sql), tuple(params)).fetchall()
+        return self._run(lambda tx: tx.execute(sql, params).fetchall(), transaction=False)
 
     def read_with(self, fn: Callable[[Any], T]) -> T:
-        with self._connection() as conn:
-            return fn(PGTx(conn))
+        return self._run(fn, transaction=False)
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         with _POOLS_GUARD:
-            entry = _POOLS.get(self.url)
+            entry = _POOLS.get(self._key)
             last = entry is not None and entry[0] is self.pool and entry[1] <= 1
             if last:
-                del _POOLS[self.url]
+                del _POOLS[self._key]
             elif entry is not None and entry[0] is self.pool:
                 entry[1] -= 1
         if last:
@@ -212,8 +227,7 @@ class PostgresBackend:
             conn.close()
 
     def schema_version(self) -> int:
-        with self._connection() as conn:
-            return current_version(conn)
+        return self.read_with(lambda tx: current_version(tx.conn))
 
     def pool_stats(self) -> dict[str, int]:
         stats = self.pool.get_stats()
@@ -344,5 +358,4 @@ class PostgresBackend:
 
     def rebuild_search_index(self) -> None:
         """The tsvector column is computed on write; rebuilding means reindexing its GIN index."""
-        with self._connection() as conn:
-            conn.execute("REINDEX INDEX idx_messages_search")
+        self.read_with(lambda tx: tx.execute("REINDEX INDEX idx_messages_search"))
