@@ -2,6 +2,11 @@
 
     .venv/bin/python bench/gateway_load.py [--sessions 100] [--rounds 10] [--delay 1.0] [--streamed | --cold]
     .venv/bin/python bench/gateway_load.py --sessions 1000 --delay 5 --rounds 3   # the 1,000-session case
+    .venv/bin/python bench/gateway_load.py --workers 2 [--store postgresql://…]  # SQLite/1 vs Postgres/2
+
+``--workers N`` runs the same load twice, SQLite with one process then ``gateway run --workers N`` on
+PostgreSQL (``--store URL``, or a throwaway cluster of its own), and prints the two side by side; the
+CPU and memory figures of the second run add up every worker.
 
 Starts ``python -m tests.fake_provider --delay 1.0`` (answers after a fixed delay) and
 ``python -m gateway.cli run --api-server`` as subprocesses in a throwaway HERMES_HOME, then drives
@@ -110,26 +115,87 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--streamed", action="store_true",
                     help="one tool per turn, plain vs streamed (SSE with hermes.tool.progress events)")
     ap.add_argument("--cold", action="store_true", help="the burst right after the gateway starts")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="also measure `gateway run --workers N` on PostgreSQL, next to SQLite/1 worker")
+    ap.add_argument("--store", help="postgresql://… for the --workers run, or 'throwaway' (default): a "
+                                    "cluster of its own (initdb + pg_ctl, as tests/postgres.py makes)")
     args = ap.parse_args(argv)
     print(f"load average before: {load_average()} ({os.cpu_count()} cores; other work on this host counts)")
     if args.streamed:
         return run_streamed(args)
     if args.cold:
         return run_cold(args)
+    if args.workers <= 1 and not args.store:
+        return 0 if not run_config(args, None, 1)["errors"] else 1
+    cluster = None
+    url = args.store if args.store and args.store != "throwaway" else None
+    try:
+        if url is None:
+            sys.path.insert(0, str(REPO))  # run as a script: the repo's test helpers
+            from tests.postgres import Cluster, find_bindir
 
+            bindir = find_bindir()
+            if bindir is None:
+                print("no PostgreSQL here (initdb/pg_ctl); pass --store postgresql://…", file=sys.stderr)
+                return 2
+            cluster = Cluster(bindir)
+            url = cluster.new_database()
+        print("\n=== SQLite, 1 worker ===")
+        base = run_config(args, None, 1)
+        print(f"\n=== PostgreSQL, {args.workers} worker(s) ===")
+        multi = run_config(args, url, max(1, args.workers))
+    finally:
+        if cluster is not None:
+            cluster.destroy()
+    compare(base, multi, "sqlite/1 worker", f"postgresql/{args.workers} workers")
+    return 0 if not (base["errors"] or multi["errors"]) else 1
+
+
+def compare(a: dict, b: dict, label_a: str, label_b: str) -> None:
+    """The two runs' headline figures side by side."""
+    print(f"\n{'':36}{label_a:>22}{label_b:>26}")
+    for wave in ("lockstep", "staggered"):
+        ra, rb = a[wave], b[wave]
+        print(f"{wave + ' throughput vs ideal':36}{ra['rate']:>13.1f}/s {ra['share']:>5.0%}"
+              f"{rb['rate']:>17.1f}/s {rb['share']:>5.0%}")
+        print(f"{wave + ' added p50 / p99 (ms)':36}{ra['p50']:>13.0f} / {ra['p99']:<6.0f}"
+              f"{rb['p50']:>17.0f} / {rb['p99']:<6.0f}")
+        print(f"{wave + ' gateway CPU per turn (ms)':36}{ra['cpu_ms']:>22.2f}{rb['cpu_ms']:>26.2f}")
+    print(f"{'errors':36}{a['errors']:>22}{b['errors']:>26}")
+
+
+def worker_pids(home: str, supervisor: int) -> list[int]:
+    """The pids serving turns: the workers of a supervisor (gateway.json), else the gateway itself."""
+    import json
+
+    try:
+        data = json.loads(Path(home, "gateway.json").read_text())
+    except (OSError, ValueError):
+        return [supervisor]
+    pids = [int(w["pid"]) for w in data.get("workers") or [] if w.get("pid")]
+    return pids or [supervisor]
+
+
+def run_config(args: argparse.Namespace, store: Optional[str], workers: int) -> dict:
+    """One gateway (``workers`` processes on ``store``, SQLite when None) under the 100-session load;
+    prints the figures and returns them."""
     home = tempfile.mkdtemp(prefix="hermes-bench-")
     env = dict(os.environ, HERMES_HOME=home, PYTHONPATH=str(REPO))
+    env.pop("HERMES_DATABASE_URL", None)
     procs: list[subprocess.Popen[str]] = []
+    out: dict = {"errors": 0}
     try:
         fp, ready = _spawn([sys.executable, "-m", "tests.fake_provider", "--port", "0", "--delay", str(args.delay)],
                            env, "READY")
         procs.append(fp)
         provider = ready.split()[1]
         gw_env = dict(env, OPENAI_BASE_URL=provider, OPENAI_API_KEY="bench", HERMES_MODEL="fake-model",
-                      API_SERVER_KEY=BENCH_KEY)
-        gw, ready = _spawn([sys.executable, "-m", "gateway.cli", "run", "--api-server", "--port", "0"], gw_env,
-                           "READY gateway")
+                      API_SERVER_KEY=BENCH_KEY, **({"HERMES_DATABASE_URL": store} if store else {}))
+        flags = ["--workers", str(workers)] if workers > 1 else []
+        gw, ready = _spawn([sys.executable, "-m", "gateway.cli", "run", "--api-server", "--port", "0", *flags],
+                           gw_env, "READY gateway")
         procs.append(gw)
+        pids = worker_pids(home, gw.pid)
         url = ready.split("api=")[1] + "/v1/chat/completions"
 
         # provider alone, same concurrency: the floor the gateway is measured against
@@ -140,19 +206,20 @@ def main(argv: Optional[list[str]] = None) -> int:
 
         ideal = args.sessions / args.delay
         print(f"sessions={args.sessions} rounds={args.rounds} provider_delay={args.delay:.1f}s "
+              f"store={'postgresql' if store else 'sqlite'} workers={workers} "
               f"(gateway and provider on this host, {os.cpu_count()} cores)")
         for label, spread in (("lockstep: all sessions send at the same instant", 0.0),
                               ("staggered: session starts spread over one provider delay", args.delay)):
             lat: list[float] = []
             first: list[float] = []
-            sampler = PeakSampler(url.rsplit("/v1/", 1)[0], gw.pid) if spread == 0.0 else None
-            cpu0, t0 = cpu_seconds(gw.pid), time.perf_counter()
+            sampler = PeakSampler(url.rsplit("/v1/", 1)[0], gw.pid) if spread == 0.0 and workers == 1 else None
+            cpu0, t0 = sum(cpu_seconds(p) for p in pids), time.perf_counter()
             asyncio.run(_drive(url, [f"{spread}-{i}" for i in range(args.sessions)], args.rounds, lat, errors,
                                headers=AUTH, spread=spread, first=first))
             if sampler is not None:
                 sampler.stop()
             elapsed = time.perf_counter() - t0 - spread * (args.sessions - 1) / args.sessions
-            cpu = cpu_seconds(gw.pid) - cpu0
+            cpu = sum(cpu_seconds(p) for p in pids) - cpu0
             added = [(x - args.delay) * 1000 for x in lat]
             rate = len(lat) / elapsed
             print(f"\n[{label}] turns={len(lat)} errors={len(errors)} elapsed={elapsed:.2f}s")
@@ -165,31 +232,37 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"    a session's first turn (creates the session and its agent): p99 "
                   f"{pct([(x - args.delay) * 1000 for x in first], 99):.0f} ms; later turns: p50 {pct(later, 50):.0f} ms, "
                   f"p99 {pct(later, 99):.0f} ms")
-            print(f"  gateway CPU per turn: {cpu / max(1, len(lat)) * 1000:.2f} ms")
+            print(f"  gateway CPU per turn: {cpu / max(1, len(lat)) * 1000:.2f} ms"
+                  + (f" (sum of {len(pids)} workers)" if len(pids) > 1 else ""))
             if sampler is not None:
                 sampler.report(args.sessions)
+            out["lockstep" if spread == 0.0 else "staggered"] = {
+                "rate": rate, "share": rate / ideal, "p50": pct(added, 50), "p99": pct(added, 99),
+                "cpu_ms": cpu / max(1, len(lat)) * 1000}
 
         time.sleep(1.0)
-        rss0 = rss_mb(gw.pid)
+        rss0 = sum(rss_mb(p) for p in pids)
         asyncio.run(_drive(url, [f"idle{i}" for i in range(args.idle_sessions)], 1, [], errors, headers=AUTH))
         time.sleep(1.0)
-        rss1 = rss_mb(gw.pid)
+        rss1 = sum(rss_mb(p) for p in pids)
 
         floor = [(x - args.delay) * 1000 for x in base_lat]
         print(f"\nprovider alone, {args.sessions} at once: p50 {pct(floor, 50):.0f} ms, p99 {pct(floor, 99):.0f} ms "
               "over its delay (part of every 'added' figure above)")
         print(f"memory: gateway RSS {rss0:.0f} MB -> {rss1:.0f} MB after {args.idle_sessions} more idle sessions = "
-              f"{(rss1 - rss0) / args.idle_sessions:.2f} MB per idle session (target <= 2 MB)")
+              f"{(rss1 - rss0) / args.idle_sessions:.2f} MB per idle session (target <= 2 MB)"
+              + (f" (sum of {len(pids)} workers)" if len(pids) > 1 else ""))
         print(f"load average after: {load_average()}")
         if errors:
             print(f"errors ({len(errors)}): {sorted(set(errors))[:5]}")
-        return 0 if not errors else 1
+        out["errors"] = len(errors)
+        return out
     finally:
         for proc in reversed(procs):
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
                 try:
-                    proc.wait(timeout=30)
+                    proc.wait(timeout=60)
                 except subprocess.TimeoutExpired:
                     proc.kill()
 

@@ -36,6 +36,11 @@ def pid_path() -> Path:
     return hermes_home() / "gateway.pid"
 
 
+def worker_status_path(index: int) -> Path:
+    """Where worker ``index`` of ``--workers N`` writes its own status (gateway.json lists them)."""
+    return hermes_home() / "gateway-workers" / f"{index}.json"
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -53,14 +58,35 @@ def read_status() -> Optional[dict[str, Any]]:
         return None
     if data.get("state") not in ("stopped", None) and not _pid_alive(int(data.get("pid") or 0)):
         data["state"] = "dead"  # killed without a chance to say so
+    if isinstance(data.get("workers"), list):
+        _merge_workers(data)
     return data
 
 
-def _write_status(**fields: Any) -> None:
+def _merge_workers(data: dict[str, Any]) -> None:
+    """A supervisor's status lists its workers; each worker's own file adds its figures."""
+    totals = {"turns_completed": 0, "sessions": 0, "cached_agents": 0}
+    for w in data["workers"]:
+        try:
+            own = json.loads(worker_status_path(int(w.get("index", -1))).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if own.get("pid") != w.get("pid"):
+            continue  # a previous incarnation's file
+        for name in ("turns", "turns_completed", "sessions", "cached_agents", "telegram", "cron"):
+            if name in own:
+                w[name] = own[name]
+        for name in totals:
+            totals[name] += int(own.get(name) or 0)
+    data.update(totals)
+
+
+def _write_status(path: Optional[Path] = None, **fields: Any) -> None:
+    target = path or status_path()
     data = {"pid": os.getpid(), "updated_at": time.time(), **fields}
-    tmp = status_path().with_suffix(".tmp")
+    tmp = target.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-    os.replace(tmp, status_path())
+    os.replace(tmp, target)
 
 
 class _Redact(logging.Filter):
@@ -100,10 +126,14 @@ class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
         return super()._open()
 
 
-def _setup_logging(secrets_: list[str], verbose: bool) -> tuple[Path, list[logging.Handler]]:
+def _setup_logging(secrets_: list[str], verbose: bool,
+                   worker: Optional[int] = None) -> tuple[Path, list[logging.Handler]]:
+    """``logs/gateway.log``; worker ``i`` of ``--workers N`` logs to ``logs/gateway-<i>.log`` (one
+    rotating file per process) and tags its console lines."""
     logs = ensure_private_dir(hermes_home() / "logs")
-    path = logs / "gateway.log"
-    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    path = logs / ("gateway.log" if worker is None else f"gateway-{worker}.log")
+    tag = "" if worker is None else f"[worker {worker}] "
+    fmt = logging.Formatter(f"%(asctime)s %(levelname)s {tag}%(name)s: %(message)s")
     redact = _Redact(secrets_)
     file_handler = _PrivateRotatingFileHandler(path, maxBytes=5 << 20, backupCount=3, encoding="utf-8")
     console = logging.StreamHandler(sys.stderr)
@@ -147,6 +177,38 @@ def ensure_api_key(api_cfg: dict[str, Any]) -> Optional[Path]:
     return write_env_var("API_SERVER_KEY", secrets.token_urlsafe(32))
 
 
+def api_address(args: argparse.Namespace, api_cfg: dict[str, Any]) -> tuple[str, int]:
+    """(host, port) of the API server: flags > environment > config > defaults."""
+    from gateway.platforms.api_server import DEFAULT_HOST, DEFAULT_PORT
+
+    env = os.environ
+    host = args.host or env.get("API_SERVER_HOST") or api_cfg.get("host") or DEFAULT_HOST
+    return str(host), int(args.port if args.port is not None else
+                          env.get("API_SERVER_PORT") or api_cfg.get("port") or DEFAULT_PORT)
+
+
+def run_flags(args: argparse.Namespace) -> list[str]:
+    """The ``run`` flags a ``--workers`` supervisor hands each worker (not ``--workers``/``--port``)."""
+    flags = ["--api-server"] if args.api_server else []
+    flags += ["--host", args.host] if args.host else []
+    flags += ["--no-telegram"] if args.no_telegram else []
+    flags += ["--busy-policy", args.busy_policy] if args.busy_policy else []
+    flags += ["--drain-timeout", str(args.drain_timeout)] if args.drain_timeout is not None else []
+    return flags + (["-v"] if args.verbose else [])
+
+
+def worker_count(args: argparse.Namespace, gw: dict[str, Any]) -> int:
+    """``--workers`` > ``gateway.workers`` > 1."""
+    raw = args.workers if args.workers is not None else gw.get("workers", 1)
+    try:
+        count = int(raw)
+    except (TypeError, ValueError):
+        count = 0
+    if count < 1:
+        raise ConfigError(f"--workers / gateway.workers must be a whole number >= 1, not {raw!r}")
+    return count
+
+
 def _ids(value: Any) -> set[str]:
     if isinstance(value, (list, tuple, set)):
         return {str(v) for v in value}
@@ -156,7 +218,7 @@ def _ids(value: Any) -> set[str]:
 async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
     from gateway.access import AccessControl, PairingStore
     from gateway.health import load_report, register_detailed
-    from gateway.platforms.api_server import DEFAULT_HOST, DEFAULT_MAX_BODY, DEFAULT_PORT, APIServer
+    from gateway.platforms.api_server import DEFAULT_MAX_BODY, APIServer
     from gateway.runner import GatewayRunner, default_agent_factory
     from hermes_state import SessionDB
 
@@ -170,21 +232,30 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
 
         adapters.append(TelegramAdapter(token, base_url=env.get("TELEGRAM_BASE_URL") or tg_cfg.get("base_url"),
                                         poll_timeout=float(tg_cfg.get("poll_timeout", 10))))
+    from gateway.lease import is_shared, lease_wait
+
+    if adapters and is_shared(db):  # other processes share the store: one of them polls (an election)
+        from gateway.election import DEFAULT_INTERVAL, ElectedPoller
+
+        interval = float(tg_cfg.get("election_interval", DEFAULT_INTERVAL))
+        adapters = [ElectedPoller(a, db, interval) for a in adapters]
     api_on = _api_enabled(args, api_cfg)
     allowed = {"*": _ids(gw.get("allowed_users")), "telegram": _ids(tg_cfg.get("allowed_users"))}
     runner = GatewayRunner(
         session_db=db, agent_factory=default_agent_factory(cfg, db), adapters=adapters,
         access=AccessControl(PairingStore(), config_allowed=allowed),
         busy_policy=args.busy_policy or str(gw.get("busy_policy", "queue")),
-        max_workers=turns.threads, turn_limit=turns.limit, max_cached_agents=int(gw.get("max_cached_agents", 1000)))
+        max_workers=turns.threads, turn_limit=turns.limit, max_cached_agents=int(gw.get("max_cached_agents", 1000)),
+        lease_wait=lease_wait(gw))
     api = None
     if api_on:
-        api = APIServer(runner, host=args.host or env.get("API_SERVER_HOST") or api_cfg.get("host") or DEFAULT_HOST,
-                        port=int(args.port if args.port is not None else
-                                 env.get("API_SERVER_PORT") or api_cfg.get("port") or DEFAULT_PORT),
+        host, port = api_address(args, api_cfg)
+        worker_header = {"X-Hermes-Worker": str(os.getpid())} if args.worker is not None else {}
+        api = APIServer(runner, host=host, port=port,
                         key=_configured_key(api_cfg), max_body_bytes=int(api_cfg.get("max_body_bytes", DEFAULT_MAX_BODY)),
                         allowed_hosts=_list(api_cfg.get("allowed_hosts")),
-                        cors_origins=_list(api_cfg.get("cors_origins")))
+                        cors_origins=_list(api_cfg.get("cors_origins")),
+                        reuse_port=args.worker is not None, response_headers=worker_header)
     if not adapters and api is None:
         print("hermes gateway: nothing to run. Enable the API server (API_SERVER_ENABLED=true or "
               "`--api-server`) or set TELEGRAM_BOT_TOKEN.", file=sys.stderr)
@@ -212,18 +283,30 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
     if gw.get("warmup", True):
         warm = (await asyncio.to_thread(warm_up, runner.agent_factory, db)).as_dict()
         runner.pool.prestart(PRESTART_THREADS)  # the first burst finds its threads running
+    def roles() -> dict[str, Any]:
+        """Which worker this is and whether it polls (``--workers``; the election on shared stores)."""
+        out: dict[str, Any] = {} if args.worker is None else {"worker": args.worker}
+        out.update({a.name: a.role for a in adapters if hasattr(a, "role")})
+        return out
+
     if api is not None:
-        api.add_routes(register_detailed(lambda: load_report(runner, started, warm, turns.source)))
+        api.add_routes(register_detailed(lambda: {**load_report(runner, started, warm, turns.source),
+                                                  **roles()}))
     await runner.start()
     if api is not None:
         await api.add_routes(jobs_api(scheduler)).start()
     address = f"http://{api.host}:{api.port}" if api else None
     cron_task = asyncio.ensure_future(scheduler.serve(stop))
 
+    own_status = worker_status_path(args.worker) if args.worker is not None else None
+    if own_status is not None:
+        ensure_private_dir(own_status.parent)
+    parent = os.getppid()
+
     def status(state: str) -> None:
-        _write_status(state=state, started_at=started, platforms=platforms, api_server=address,
+        _write_status(own_status, state=state, started_at=started, platforms=platforms, api_server=address,
                       turns_completed=runner.turns_completed, cron=scheduler.status(),
-                      turns=runner.capacity.snapshot(),
+                      turns=runner.capacity.snapshot(), **roles(),
                       **runner.session_counts())
 
     status("running")
@@ -235,6 +318,9 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
             await asyncio.wait_for(stop.wait(), timeout=min(STATUS_INTERVAL, scheduler.tick_interval))
         except asyncio.TimeoutError:
             status("running")
+        if own_status is not None and os.getppid() != parent:
+            log.warning("the supervisor (pid %d) is gone; draining", parent)
+            stop.set()
     log.info("signal received: draining")
     status("draining")
     drain = float(args.drain_timeout if args.drain_timeout is not None else gw.get("drain_timeout", 60))
@@ -264,41 +350,96 @@ def _run(args: argparse.Namespace) -> int:
     cfg = load_config()
     raise_open_files_limit()  # before the limit is derived: sockets bound it too
     turns = turn_settings(dict(cfg.gateway or {}))  # a junk setting stops here, in one line
+    gw = dict(cfg.gateway or {})
+    from gateway.lease import lease_wait
+
+    lease_wait(gw)
+    workers = worker_count(args, gw) if args.worker is None else 1
     ensure_home()
+    if workers > 1:
+        refusal = _one_process_store()
+        if refusal:
+            print(f"hermes gateway: {refusal}", file=sys.stderr)
+            return 2
     current = read_status()
-    if current and current.get("state") in ("running", "draining") and int(current.get("pid", 0)) != os.getpid():
+    if args.worker is None and current and current.get("state") in ("running", "draining") \
+            and int(current.get("pid", 0)) != os.getpid():
         print(f"hermes gateway: already running (pid {current['pid']}); stop it first.", file=sys.stderr)
         return 1
     secrets_ = [os.environ.get(n, "") for n in ("TELEGRAM_BOT_TOKEN", "API_SERVER_KEY", "OPENAI_API_KEY",
                                                  "OPENROUTER_API_KEY")]
-    gw = dict(cfg.gateway or {})
     tg, api = _section(gw, "telegram"), _section(gw, "api_server")
     key_file = ensure_api_key(api) if _api_enabled(args, api) else None
     secrets_.append(os.environ.get("API_SERVER_KEY", ""))
     secrets_ += [str(v or "") for v in (tg.get("token"), tg.get("bot_token"), api.get("key"), api.get("api_key"),
                                         cfg.model.api_key)]
-    logfile, handlers = _setup_logging(secrets_, args.verbose)
-    pid_path().write_text(f"{os.getpid()}\n", encoding="utf-8")
+    logfile, handlers = _setup_logging(secrets_, args.verbose, args.worker)
+    if args.worker is None:
+        pid_path().write_text(f"{os.getpid()}\n", encoding="utf-8")
     log.info("logging to %s", logfile)
     if key_file is not None:
         log.warning("API server: generated an API key and saved it as API_SERVER_KEY in %s (mode 600); "
                     "clients send it as 'Authorization: Bearer <key>'", key_file)
     try:
-        rc = asyncio.run(_serve(args, cfg, turns))
+        rc = _supervise(args, gw, workers) if workers > 1 else asyncio.run(_serve(args, cfg, turns))
     except Exception as exc:  # startup errors (bad address, key missing on a public host): one clear line
         handlers[-1].setLevel(logging.CRITICAL)  # the console gets the line below, not a log record too
         log.error("gateway failed: %s", exc)
         print(f"hermes gateway: {exc}", file=sys.stderr)
-        _write_status(state="stopped", error=str(exc))
+        _write_status(worker_status_path(args.worker) if args.worker is not None else None,
+                      state="stopped", error=str(exc))
         rc = 1
     finally:
-        pid_path().unlink(missing_ok=True)
+        if args.worker is None:
+            pid_path().unlink(missing_ok=True)
         for handler in handlers:
             logging.getLogger().removeHandler(handler)
             handler.close()
     if rc == 75:  # a turn thread is stuck in a provider call; its user message is already saved
         os._exit(0)
     return rc
+
+
+def _one_process_store() -> Optional[str]:
+    """Why ``--workers`` above 1 cannot run on the configured store (None when it can)."""
+    from gateway.lease import is_shared
+    from hermes_state import SessionDB
+
+    try:
+        db = SessionDB()
+    except Exception as exc:  # unreachable database, wrong password: the store's own one line
+        return str(exc)
+    try:
+        if is_shared(db):
+            return None
+    finally:
+        db.close()
+    return ("--workers above 1 needs a PostgreSQL store (SQLite serves one process): set store.url in "
+            "config.yaml or HERMES_DATABASE_URL to postgresql://user:password@host/db, or run one worker.")
+
+
+def _supervise(args: argparse.Namespace, gw: dict[str, Any], count: int) -> int:
+    """Run ``count`` workers (gateway.supervisor) until SIGTERM/SIGINT, then drain them."""
+    from gateway.supervisor import Supervisor, reserve_port
+
+    api_cfg, port, reserved = _section(gw, "api_server"), None, None
+    if _api_enabled(args, api_cfg):
+        host, wanted = api_address(args, api_cfg)
+        try:
+            reserved = reserve_port(host, wanted)
+        except OSError as exc:
+            raise RuntimeError(f"cannot listen on {host}:{wanted} ({exc.strerror or exc}); pick another "
+                               "--port or stop what uses it") from None
+        port = int(reserved.getsockname()[1])
+    drain = float(args.drain_timeout if args.drain_timeout is not None else gw.get("drain_timeout", 60))
+    sup = Supervisor(count, run_flags(args), port, drain, _write_status)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: sup.stop.set())
+    try:
+        return sup.run()
+    finally:
+        if reserved is not None:
+            reserved.close()
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
@@ -317,8 +458,13 @@ def _cmd_status(args: argparse.Namespace) -> int:
                 line += f", API {data['api_server']}"
             from gateway.health import status_line
 
-            line += "\n" + status_line(data.get("turns"))
-            line += "\n" + _cron_status(data.get("cron"))
+            if isinstance(data.get("workers"), list):
+                from gateway.supervisor import worker_lines
+
+                line += "".join("\n" + x for x in worker_lines(data["workers"]))
+            else:
+                line += "\n" + status_line(data.get("turns"))
+                line += "\n" + _cron_status(data.get("cron"))
         elif data.get("error"):
             line += f", last error: {data['error']}"
         print(line)
@@ -365,6 +511,9 @@ def gateway_main(argv: Optional[list[str]] = None) -> int:
     run.add_argument("--no-telegram", action="store_true", help="do not start Telegram even if a token is set")
     run.add_argument("--busy-policy", choices=("queue", "interrupt"), help="a message for a busy session")
     run.add_argument("--drain-timeout", type=float, help="seconds running turns get on SIGTERM (default 60)")
+    run.add_argument("--workers", type=int, help="worker processes sharing the API port (default 1; "
+                                                 "more need a PostgreSQL store)")
+    run.add_argument("--worker", type=int, help=argparse.SUPPRESS)  # set by the supervisor for its workers
     run.add_argument("-v", "--verbose", action="store_true")
     st = sub.add_parser("status", help="is a gateway running here?")
     st.add_argument("--json", action="store_true")

@@ -34,6 +34,8 @@ from gateway import skills
 from gateway.access import AccessControl
 from gateway.capacity import BUSY_CHAT_REPLY, MAX_LIMIT, TurnGauge, TurnLimitReached
 from gateway.commands import HELP_TEXT, command, format_usage  # noqa: F401 - re-exported
+from gateway.lease import DEFAULT_WAIT as LEASE_WAIT
+from gateway.lease import LeaseTimeout, TurnLeases  # noqa: F401 - LeaseTimeout re-exported
 from gateway.platforms.base import MessageEvent, PlatformAdapter
 from gateway.reactions import (SOFT_DEFERRED, TurnOutcome, persist_user_message, react,  # noqa: F401
                                short_error)
@@ -97,7 +99,8 @@ def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFa
 class GatewayRunner:
     def __init__(self, *, session_db: Any, agent_factory: AgentFactory, adapters: list[PlatformAdapter] = (),
                  access: Optional[AccessControl] = None, busy_policy: str = "queue", max_workers: int = 128,
-                 max_cached_agents: int = 1000, typing_interval: float = 4.0, turn_limit: int = MAX_LIMIT) -> None:
+                 max_cached_agents: int = 1000, typing_interval: float = 4.0, turn_limit: int = MAX_LIMIT,
+                 lease_wait: float = LEASE_WAIT) -> None:
         if busy_policy not in ("queue", "interrupt"):
             raise ValueError(f"gateway.busy_policy must be 'queue' or 'interrupt', not {busy_policy!r}")
         self.db = session_db
@@ -110,6 +113,7 @@ class GatewayRunner:
         self.typing_interval = typing_interval
         self.pool = TurnThreads(max_workers)  # never blocks the event loop to start a thread
         self.capacity = TurnGauge(turn_limit)  # turns accepted at once; past it they are refused
+        self.leases = TurnLeases(session_db, lease_wait, turn_limit)  # across processes (shared stores)
         self.accepting = False
         self._states: dict[str, SessionState] = {}  # session id -> state
         self._key_sid: dict[str, str] = {}  # key -> the session it last ran in (for /stop, interrupts)
@@ -161,6 +165,7 @@ class GatewayRunner:
             if st.running is None:  # a turn thread still inside its agent keeps it
                 self.drop_agent(st)
         self.pool.shutdown(wait=False, cancel_futures=True)
+        self.leases.close()
         return not pending
 
     async def _persist_abandoned(self) -> None:
@@ -220,6 +225,10 @@ class GatewayRunner:
                          reply: Callable[[str], Awaitable[None]]) -> None:
         try:
             await self._chat_turn_locked(req, adapter, chat_id, reply)
+        except LeaseTimeout as exc:  # busy on another worker for too long: nothing was stored
+            if not req.persist_only:
+                with contextlib.suppress(Exception):
+                    await reply(str(exc))
         except Exception as exc:  # e.g. the store failed while resolving the chat's session
             log.exception("message for %s could not be handled", req.key)
             if not req.persist_only:
@@ -278,8 +287,11 @@ class GatewayRunner:
                 yield st
             finally:
                 st.last_used = time.monotonic()
-                st.lock.release()
-                self._let_go(st)
+                try:
+                    await self._give_back_lease(st)
+                finally:
+                    st.lock.release()
+                    self._let_go(st)
 
     async def _acquire(self, key: str, user_id: Optional[str]) -> SessionState:
         while True:
@@ -296,14 +308,54 @@ class GatewayRunner:
                 self._let_go(st)
                 raise
             if st.moved_to is None and not st.deleted:
-                self._key_sid[key] = sid
-                return st
+                try:
+                    moved = self.leases.shared and await self._take_lease(st, key)
+                except BaseException:
+                    st.lock.release()
+                    self._let_go(st)
+                    raise
+                if not moved:
+                    self._key_sid[key] = sid
+                    return st
             moved_to = st.moved_to  # rotated while we waited: follow the conversation to its new session
             st.lock.release()
             self._let_go(st)
             self._key_sid.pop(key, None)
             if moved_to is not None and await asyncio.to_thread(self.sessions.lookup, key) == sid:
                 await asyncio.to_thread(self.db.bind_session_key, key, moved_to)
+
+    async def _take_lease(self, st: SessionState, key: str) -> bool:
+        """Hold the session's cross-process lease (gateway.lease), then look at the store as it is now:
+        True when another worker moved the key elsewhere (rotated or deleted the session) while we
+        waited, so the caller follows it. A cached agent that missed turns another worker wrote is
+        dropped: the next one loads the transcript from the store."""
+        st.lease = await self.leases.take(st.sid)
+        try:
+            current, mark = await asyncio.to_thread(
+                lambda: (self.sessions.lookup(key), self.sessions.mark(st.sid)))
+        except BaseException:
+            await self._give_back_lease(st, remember=False)
+            raise
+        if current != st.sid:
+            await self._give_back_lease(st, remember=False)
+            st.moved_to, st.deleted = current, current is None
+            self.drop_agent(st)
+            return True
+        if st.agent is not None and mark != st.seen_mark:
+            log.info("%s: session %s changed on another worker; reloading its transcript", key, st.sid)
+            self.drop_agent(st)
+        return False
+
+    async def _give_back_lease(self, st: SessionState, remember: bool = True) -> None:
+        """Release the lease, first noting where the store stands (what our cached agent has seen)."""
+        held, st.lease = st.lease, None
+        if held is None:
+            return
+        try:
+            if remember:
+                st.seen_mark = await asyncio.to_thread(self.sessions.mark, st.sid)
+        finally:
+            await self.leases.release(held)
 
     def _let_go(self, st: SessionState) -> None:
         st.holders -= 1
@@ -366,14 +418,18 @@ class GatewayRunner:
         st.holders += 1
         await st.lock.acquire()  # free (checked above): no turn can start while the rows go
         try:
+            st.lease = await self.leases.take(session_id, wait=0)  # LeaseTimeout: busy on another worker
             deleted = await asyncio.to_thread(self.db.delete_session, session_id)
             st.deleted = True
             self.drop_agent(st)
             self._key_sid = {k: sid for k, sid in self._key_sid.items() if sid != session_id}
             return bool(deleted)
         finally:
-            st.lock.release()
-            self._let_go(st)
+            try:
+                await self._give_back_lease(st, remember=False)
+            finally:
+                st.lock.release()
+                self._let_go(st)
 
     async def rotate(self, st: SessionState, key: str, reason: str, user_id: Optional[str]) -> tuple[Optional[str], str]:
         """A fresh session for ``key`` and every key sharing ``st``; the caller holds ``st``."""

@@ -79,6 +79,12 @@ class TelegramAdapter(PlatformAdapter):
         self._username = ""
 
     async def start(self) -> None:
+        await self.connect()
+        await self.start_polling()
+
+    async def connect(self) -> None:
+        """Ready to send (and to handle updates), not polling yet: gateway workers that are not the
+        elected poller (gateway.election) only send."""
         from telegram.ext import Application, MessageHandler, filters
 
         api, files = telegram_api_urls(self._base_url)
@@ -87,6 +93,8 @@ class TelegramAdapter(PlatformAdapter):
         await self._app.initialize()
         self._username = (self._app.bot.username or "").lower()
         await self._app.start()
+
+    async def start_polling(self) -> None:
         await self._app.updater.start_polling(poll_interval=0.0, timeout=int(max(1, self._poll_timeout)),
                                               allowed_updates=["message"], drop_pending_updates=False,
                                               error_callback=self._on_poll_error)

@@ -30,7 +30,8 @@ class Gateway:
     def __init__(self, *, telegram: Optional[FakeTelegram] = None, api: bool = False, api_key: str = API_KEY,
                  max_body_bytes: int = 1 << 20, busy_policy: str = "queue", max_cached_agents: int = 1000,
                  wrap_factory: Optional[Callable[[Any], Any]] = None,
-                 api_options: Optional[dict[str, Any]] = None) -> None:
+                 api_options: Optional[dict[str, Any]] = None,
+                 runner_options: Optional[dict[str, Any]] = None) -> None:
         """``wrap_factory(real_factory) -> factory`` lets a test observe or break agent creation."""
         from gateway.access import AccessControl, PairingStore
         from gateway.platforms.api_server import APIServer
@@ -51,7 +52,7 @@ class Gateway:
         self.runner = GatewayRunner(session_db=self.db, agent_factory=factory,
                                     adapters=adapters, access=AccessControl(PairingStore()),
                                     busy_policy=busy_policy, max_workers=16, typing_interval=0.2,
-                                    max_cached_agents=max_cached_agents)
+                                    max_cached_agents=max_cached_agents, **(runner_options or {}))
         self.api_key = api_key
         self.api = APIServer(self.runner, "127.0.0.1", 0, key=api_key, max_body_bytes=max_body_bytes,
                              **(api_options or {})) if api else None
@@ -94,6 +95,13 @@ def provider_env(fake_provider: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     monkeypatch.setenv("HERMES_MODEL", "fake-model")
     return fake_provider
+
+
+@pytest.fixture
+def pg_store(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """This test's gateways (in-process and subprocesses) use a fresh PostgreSQL database."""
+    monkeypatch.setenv("HERMES_DATABASE_URL", pg_url)
+    return pg_url
 
 
 @pytest.fixture

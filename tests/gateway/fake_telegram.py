@@ -25,6 +25,9 @@ class FakeTelegram:
         self.max_poll = max_poll
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.missing_chats: set[int] = set()  # sendMessage to these fails like Telegram: "chat not found"
+        self.peak_pollers = 0  # most getUpdates calls open at once from live clients (Telegram allows 1)
+        self.confirmed = 0  # highest offset a poller sent: updates below it are forgotten, as Telegram does
+        self._pollers = 0
         self._updates: list[dict[str, Any]] = []
         self._cond = threading.Condition()
         self._next_update = 1
@@ -139,6 +142,8 @@ class FakeTelegram:
             return web.json_response({"ok": False, "error_code": 401, "description": "Unauthorized"}, status=401)
         method = request.match_info["method"]
         params = await self._params(request)
+        if method == "getUpdates":
+            return web.json_response({"ok": True, "result": await self._get_updates(params, request)})
         if method != "getUpdates":
             with self._cond:
                 self.calls.append((method, params))
@@ -163,16 +168,28 @@ class FakeTelegram:
     async def _m_sendChatAction(self, _p: dict[str, Any]) -> Any:
         return True
 
-    async def _m_getUpdates(self, p: dict[str, Any]) -> Any:
+    async def _get_updates(self, p: dict[str, Any], request: web.Request) -> Any:
         offset = int(p.get("offset") or 0)
         wait = min(float(p.get("timeout") or 0), self.max_poll)
         deadline = time.monotonic() + wait
-        while True:
+        with self._cond:
+            if offset > self.confirmed:
+                self.confirmed = offset
+                self._updates = [u for u in self._updates if u["update_id"] >= offset]
+            self._pollers += 1
+            self.peak_pollers = max(self.peak_pollers, self._pollers)
+            self._cond.notify_all()
+        try:
+            while True:
+                with self._cond:
+                    ready = [u for u in self._updates if u["update_id"] >= offset]
+                gone = request.transport is None or request.transport.is_closing()  # the poller died
+                if ready or gone or time.monotonic() >= deadline:
+                    return ready[: int(p.get("limit") or 100)]
+                await asyncio.sleep(0.02)
+        finally:
             with self._cond:
-                ready = [u for u in self._updates if u["update_id"] >= offset]
-            if ready or time.monotonic() >= deadline:
-                return ready[: int(p.get("limit") or 100)]
-            await asyncio.sleep(0.02)
+                self._pollers -= 1
 
     def _message(self, p: dict[str, Any]) -> dict[str, Any]:
         with self._cond:

@@ -19,6 +19,7 @@ from aiohttp import web
 
 from gateway.capacity import TurnLimitReached
 from gateway.platforms.api_server.wire import APIError, error_response
+from gateway.turn_state import SessionBusy
 
 log = logging.getLogger("gateway.api_server")
 
@@ -143,6 +144,9 @@ def make_middleware(server: Any) -> Any:
         except TurnLimitReached as exc:  # the process holds all the turns it can (gateway.capacity)
             resp = error_response(429, str(exc), "rate_limit_error", "turn_limit",
                                   headers={"Retry-After": str(exc.retry_after)})
+        except SessionBusy as exc:  # another worker kept the session's turn lease too long (gateway.lease)
+            resp = error_response(409, str(exc), "invalid_request_error", "session_busy",
+                                  headers={"Retry-After": "5"})
         except web.HTTPException as exc:
             if exc.status < 400:
                 raise

@@ -34,7 +34,10 @@ class APIServer:
 
     def __init__(self, runner: Any, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
                  key: Optional[str] = None, max_body_bytes: int = DEFAULT_MAX_BODY,
-                 allowed_hosts: Iterable[str] = (), cors_origins: Iterable[str] = ()) -> None:
+                 allowed_hosts: Iterable[str] = (), cors_origins: Iterable[str] = (), reuse_port: bool = False,
+                 response_headers: Optional[dict[str, str]] = None) -> None:
+        """``reuse_port``: share the port with other workers (``hermes gateway run --workers``);
+        ``response_headers`` go on every response (a worker names itself: ``X-Hermes-Worker``)."""
         if not key:
             raise APIServerConfigError(
                 "API server: no API key. Set API_SERVER_KEY (or gateway.api_server.key); `hermes gateway "
@@ -47,6 +50,7 @@ class APIServer:
         self.key = key.encode()
         self.allowed_hosts = [str(h) for h in allowed_hosts]
         self.cors_origins = [str(o) for o in cors_origins]
+        self.reuse_port, self.response_headers = reuse_port, dict(response_headers or {})
         self.endpoints: dict[str, dict[str, str]] = {}
         self.features: dict[str, bool] = {}
         self._registrars: list[RouteRegistrar] = []
@@ -73,6 +77,11 @@ class APIServer:
 
         self._app = web.Application(middlewares=[make_middleware(self)], client_max_size=self.max_body + 1)
         self._app.on_response_prepare.append(add_cors_headers)
+        if self.response_headers:
+            async def add_own_headers(_request: web.Request, response: web.StreamResponse) -> None:
+                response.headers.update(self.response_headers)
+
+            self._app.on_response_prepare.append(add_own_headers)
         self.endpoints, self.features = {}, {}
         for registrar in [*builtin_registrars(), *self._registrars]:
             registrar(self)
@@ -81,7 +90,8 @@ class APIServer:
     async def start(self) -> None:
         self._site_runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
         await self._site_runner.setup()
-        site = web.TCPSite(self._site_runner, self.host, self.port, backlog=LISTEN_BACKLOG)
+        site = web.TCPSite(self._site_runner, self.host, self.port, backlog=LISTEN_BACKLOG,
+                           reuse_port=self.reuse_port or None)
         await site.start()
         if self.port == 0:
             self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
