@@ -97,6 +97,16 @@ def test_more_than_one_worker_on_sqlite_is_refused(hermes_home: Path) -> None:
     assert read_status() is None  # nothing started
 
 
+def test_workers_on_an_unreachable_store_say_so_in_one_line(hermes_home: Path, pg_cluster: Any) -> None:
+    url = pg_cluster.url(password="not-the-password-42")
+    out = run_hermes("gateway", "run", "--api-server", "--workers", "2", env=hermes_env(HERMES_DATABASE_URL=url))
+    assert out.returncode == 2 and "READY" not in out.stdout
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot reach the session store" in lines[0]
+    assert f"127.0.0.1:{pg_cluster.port}" in lines[0] and "not-the-password-42" not in out.stderr
+    assert read_status() is None  # no worker was started
+
+
 def test_worker_killed_mid_turn_loses_nothing_and_comes_back(hermes_home, fake_provider, held, pg_store,
                                                              gateway_process):
     gw = gateway_process("--workers", "2")
