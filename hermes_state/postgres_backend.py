@@ -14,15 +14,15 @@ import os
 import random
 import threading
 import time
-from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar
+from typing import Any, Callable, ContextManager, Iterable, Optional, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from .common import SessionDBError, configured_pool_size, logger, redact_url, scrub, unusable
+from .pg_advisory import AdvisoryLocks
 from .postgres_schema import MIGRATIONS, TS_CONFIG, current_version, migrate
 from .tsquery import to_tsquery_text
 
@@ -31,7 +31,6 @@ T = TypeVar("T")
 WRITE_ATTEMPTS = 5
 CONNECT_TIMEOUT = 5  # seconds to reach the server
 POOL_WAIT = 15.0  # seconds a call waits for a pooled connection before failing
-IDLE_LOCK_CONNECTIONS = 4
 _RETRY = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
 _HEADLINE = "StartSel=»,StopSel=«,MaxWords={},MinWords=4,MaxFragments=1,FragmentDelimiter=…"
 
@@ -93,7 +92,8 @@ class PGTx:
         return cur
 
 
-# (pid, url) -> [pool, users]: one pool per database per process (a forked child opens its own)
+# (pid, url) -> [pool, users, locks]: one pool and one advisory-lock connection per database per
+# process (a forked child opens its own)
 _POOLS: dict[tuple[int, str], list[Any]] = {}
 _POOLS_GUARD = threading.Lock()
 
@@ -102,7 +102,8 @@ def _close_all_pools() -> None:
     with _POOLS_GUARD:
         pools = [entry for key, entry in _POOLS.items() if key[0] == os.getpid()]
         _POOLS.clear()
-    for pool, _users in pools:
+    for pool, _users, locks in pools:
+        locks.close()
         pool.close(timeout=1)
 
 
@@ -121,15 +122,15 @@ class PostgresBackend:
         self.url = url
         self.label = redact_url(url)
         self._closed = False
-        self._idle_locks: list[psycopg.Connection] = []
-        self._idle_guard = threading.Lock()
         self._key = (os.getpid(), url)
         with _POOLS_GUARD:  # the first SessionDB of a database in this process migrates it
             entry = _POOLS.get(self._key)
             if entry is None:
-                entry = _POOLS[self._key] = [self._open_pool(pool_size), 0]
+                entry = _POOLS[self._key] = [self._open_pool(pool_size), 0,
+                                             AdvisoryLocks(self._connect, self._lock_failed)]
             entry[1] += 1
         self.pool: ConnectionPool = entry[0]
+        self._locks: AdvisoryLocks = entry[2]
 
     def _open_pool(self, pool_size: Optional[int]) -> ConnectionPool:
         try:
@@ -220,11 +221,8 @@ class PostgresBackend:
             elif entry is not None and entry[0] is self.pool:
                 entry[1] -= 1
         if last:
+            self._locks.close()
             self.pool.close()
-        with self._idle_guard:
-            idle, self._idle_locks = self._idle_locks, []
-        for conn in idle:
-            conn.close()
 
     def schema_version(self) -> int:
         return self.read_with(lambda tx: current_version(tx.conn))
@@ -237,58 +235,13 @@ class PostgresBackend:
 
     # -- advisory locks ------------------------------------------------------------------------
 
-    def _lock_connection(self) -> psycopg.Connection:
-        with self._idle_guard:
-            while self._idle_locks:
-                conn = self._idle_locks.pop()
-                if not conn.closed and not conn.broken:
-                    return conn
-        try:
-            return self._connect()
-        except psycopg.OperationalError as exc:
-            raise self._unreachable(exc) from None
+    def _lock_failed(self, exc: psycopg.Error) -> SessionDBError:
+        return SessionDBError(f"advisory lock on {self.label}: {self._scrub(exc)}")
 
-    def _return_lock_connection(self, conn: psycopg.Connection, healthy: bool) -> None:
-        with self._idle_guard:
-            if healthy and not self._closed and len(self._idle_locks) < IDLE_LOCK_CONNECTIONS:
-                self._idle_locks.append(conn)
-                return
-        conn.close()
-
-    @contextmanager
-    def advisory_lock(self, name: str, wait: Optional[float]) -> Iterator[bool]:
-        """A session-level ``pg_advisory_lock`` on a connection of its own (not the pool's), held
-        for the block: if the process dies, its connection drops and the lock with it."""
-        conn = self._lock_connection()
-        got, healthy = False, True
-        try:
-            if wait is not None and wait <= 0:
-                got = bool(conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))",
-                                        (name,)).fetchone()[0])
-            else:
-                ms = 0 if wait is None else max(1, int(wait * 1000))
-                conn.execute(f"SET lock_timeout = {ms}")
-                try:
-                    conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (name,))
-                    got = True
-                except pg_errors.LockNotAvailable:
-                    got = False
-                finally:
-                    conn.execute("SET lock_timeout = 0")
-        except psycopg.OperationalError as exc:
-            conn.close()
-            raise SessionDBError(f"advisory lock {name!r} on {self.label}: "
-                                 f"{self._scrub(exc)}") from None
-        try:
-            yield got
-        finally:
-            if got:
-                try:
-                    conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (name,))
-                except psycopg.Error as exc:  # the connection died: so did the lock
-                    logger.warning("advisory lock %r: release failed (%s)", name, self._scrub(exc))
-                    healthy = False
-            self._return_lock_connection(conn, healthy and not conn.broken)
+    def advisory_lock(self, name: str, wait: Optional[float]) -> ContextManager[bool]:
+        """A session-level advisory lock, on the process's one lock connection (see
+        ``pg_advisory``): if the process dies, its connection drops and the lock with it."""
+        return self._locks.hold(name, wait)
 
     # -- full-text search (tsvector) -----------------------------------------------------------
 

@@ -131,7 +131,8 @@ def test_a_chat_message_for_a_session_busy_elsewhere_gets_a_busy_reply(make_gate
     fake_telegram.push_message(1001, 1001, "hello")
     assert fake_telegram.wait_for_sent(1001) == ["hello back"]
     sid = gw.session_for("telegram:dm:1001")
-    with gw.db.advisory_lock(lease_name(sid), wait=0) as got:
+    # "another worker" takes the lease once the first turn gives it back (just after its reply)
+    with gw.db.advisory_lock(lease_name(sid), wait=5) as got:
         assert got
         fake_telegram.push_message(1001, 1001, "are you there")
         sent = fake_telegram.wait_for_sent(1001, 2)

@@ -1,0 +1,96 @@
+"""Session-level PostgreSQL advisory locks of one process, all held on one connection of its own.
+
+Why one connection: a lease held for a whole turn used to hold a connection for that turn, so a
+worker with hundreds of turns in flight needed hundreds of connections (past `max_connections`)
+and paid a fresh connect for most turns. A session-level advisory lock belongs to the connection,
+so one connection can hold every lease of the process and they all die with it (a SIGKILLed worker
+blocks nothing). PostgreSQL lets the same connection take a lock it already holds, so exclusion
+between threads of this process is kept here, by name. Waiting polls ``pg_try_advisory_lock``
+(a blocking ``pg_advisory_lock`` would stall every other lock on the shared connection).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import contextmanager
+from typing import Callable, Iterator, Optional
+
+import psycopg
+
+from .common import logger
+
+POLL_FIRST = 0.02  # seconds between tries while waiting; doubles up to POLL_MAX
+POLL_MAX = 0.25
+_TRY = "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))"
+_UNLOCK = "SELECT pg_advisory_unlock(hashtextextended(%s, 0))"
+
+
+class AdvisoryLocks:
+    """``hold(name, wait)``: True when this process got the lock (held for the block)."""
+
+    def __init__(self, connect: Callable[[], psycopg.Connection],
+                 failed: Callable[[psycopg.Error], Exception]) -> None:
+        self._connect = connect
+        self._failed = failed  # turns a driver error into the store's own (URL without password)
+        self._conn: Optional[psycopg.Connection] = None
+        self._mutex = threading.Lock()  # one statement at a time on the shared connection
+        self._held: set[str] = set()
+        self._released = threading.Condition(threading.Lock())
+
+    def _connection(self) -> psycopg.Connection:
+        """Caller holds ``_mutex``. A dropped connection took its locks with it: forget them."""
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            if self._conn is not None and self._held:
+                logger.warning("advisory locks: the connection dropped; %d held lock(s) were lost",
+                               len(self._held))
+            self._conn = self._connect()
+        return self._conn
+
+    def _try(self, name: str) -> bool:
+        with self._released:
+            if name in self._held:  # another thread of this process has it
+                return False
+            try:
+                with self._mutex:
+                    got = bool(self._connection().execute(_TRY, (name,)).fetchone()[0])
+            except psycopg.OperationalError as exc:  # asked again, it reconnects
+                raise self._failed(exc) from None
+            if got:
+                self._held.add(name)
+            return got
+
+    def _release(self, name: str) -> None:
+        with self._released:
+            self._held.discard(name)
+            self._released.notify_all()
+            with self._mutex:
+                conn = self._conn
+                if conn is None or conn.closed or conn.broken:
+                    return  # the lock went with its connection
+                try:
+                    conn.execute(_UNLOCK, (name,))
+                except psycopg.Error as exc:
+                    logger.warning("advisory lock %r: release failed (%s)", name, type(exc).__name__)
+
+    @contextmanager
+    def hold(self, name: str, wait: Optional[float]) -> Iterator[bool]:
+        deadline = None if wait is None else time.monotonic() + max(0.0, wait)
+        pause = POLL_FIRST
+        got = self._try(name)
+        while not got and (deadline is None or time.monotonic() < deadline):
+            left = pause if deadline is None else min(pause, max(0.0, deadline - time.monotonic()))
+            with self._released:  # a release here wakes us early; one elsewhere is polled for
+                self._released.wait(left)
+            pause = min(pause * 2, POLL_MAX)
+            got = self._try(name)
+        try:
+            yield got
+        finally:
+            if got:
+                self._release(name)
+
+    def close(self) -> None:
+        with self._mutex:
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
