@@ -260,30 +260,58 @@ class PostgresBackend:
                 " LEFT JOIN sessions AS s ON s.id = m.session_id"
                 f" WHERE m.search @@ q{where} ORDER BY ts_rank(m.search, q) DESC, m.id DESC LIMIT ?")
 
+    RARE = 2_000  # fewer matches than this: one query over all of them
+    FIRST_WINDOW = 2_000  # else row ids per step of the windowed scan, growing 5x per step
+
     def session_hits(self, match: str, want: int, sort: str, child_filter: str,
                      relevance_pool: int) -> list[dict[str, Any]]:
         """The first matching message per session in ``sort`` order, up to ``want`` sessions
-        (``relevance``: the best-ranked among the newest ``relevance_pool`` matches)."""
-        cols = ("session_id, message_id, role, active, compacted, title, source, started_at,"
-                " updated_at")
+        (``relevance``: the best-ranked among the newest ``relevance_pool`` matches).
+
+        A rare query (counted through the GIN index, up to ``RARE``) is answered by one query
+        over its matches. A common one is read in windows of ids from the newest (or oldest)
+        end, each 5x the last, stopping once enough are found, as on SQLite: one query over
+        every match of a common word would read them all."""
+        ranked, way = sort == "relevance", "ASC" if sort == "oldest" else "DESC"
         where = f" AND {child_filter}" if child_filter else ""
+        rank = "ts_rank(m.search, q)" if ranked else "0"
+        query = f"to_tsquery('{TS_CONFIG}', ?)"
+        common = self.read(f"SELECT count(*) FROM (SELECT 1 FROM messages AS m WHERE m.search @@"
+                           f" {query} LIMIT {self.RARE}) AS c", (match,))[0][0] >= self.RARE
         base = ("SELECT m.session_id, m.id AS message_id, m.role, m.active, m.compacted, s.title,"
-                " s.source, s.started_at, s.updated_at, ts_rank(m.search, q) AS rank"
-                f" FROM messages AS m CROSS JOIN to_tsquery('{TS_CONFIG}', ?) AS q"
-                f" JOIN sessions AS s ON s.id = m.session_id WHERE m.search @@ q{where}")
-        if sort == "relevance":
-            sql = (f"SELECT {cols} FROM (SELECT DISTINCT ON (session_id) * FROM"
-                   f" ({base} ORDER BY m.id DESC LIMIT ?) AS pool"
-                   " ORDER BY session_id, rank DESC, message_id DESC) AS h"
-                   " ORDER BY rank DESC, message_id DESC LIMIT ?")
-            params: tuple = (match, int(relevance_pool), int(want))
+                f" s.source, s.started_at, s.updated_at, {rank} AS rank"
+                f" FROM messages AS m CROSS JOIN {query} AS q JOIN sessions AS s"
+                f" ON s.id = m.session_id WHERE m.search @@ q AND m.id BETWEEN ? AND ?{where}")
+        if ranked:
+            sql = f"{base} ORDER BY m.id DESC LIMIT ?"
         else:
-            way = "ASC" if sort == "oldest" else "DESC"
-            sql = (f"SELECT {cols} FROM (SELECT DISTINCT ON (m.session_id) * FROM ({base}) AS m"
-                   f" ORDER BY m.session_id, m.message_id {way}) AS h"
-                   f" ORDER BY message_id {way} LIMIT ?")
-            params = (match, int(want))
-        return [dict(r) for r in self.read(sql, params)]
+            sql = (f"SELECT * FROM (SELECT DISTINCT ON (session_id) * FROM ({base}) AS w"
+                   f" ORDER BY session_id, message_id {way}) AS h ORDER BY message_id {way} LIMIT ?")
+        top = self.read("SELECT COALESCE(MAX(id), 0) FROM messages")[0][0]
+        seen: set[str] = set()
+        hits: list[dict[str, Any]] = []
+        pool: list[dict[str, Any]] = []
+        done, step = 0, (self.FIRST_WINDOW if common else top)
+        while done < top and len(hits) < want and len(pool) < relevance_pool:
+            lo, hi = (done + 1, done + step) if sort == "oldest" else (top - done - step + 1,
+                                                                     top - done)
+            room = relevance_pool - len(pool) if ranked else want + len(seen)
+            for row in self.read(sql, (match, lo, hi, room)):
+                d = dict(row)
+                if ranked:
+                    pool.append(d)
+                elif d["session_id"] not in seen and len(hits) < want:
+                    seen.add(d["session_id"])
+                    hits.append(d)
+            done += step
+            step *= 5
+        for d in sorted(pool, key=lambda r: (-r["rank"], -r["message_id"])):
+            if d["session_id"] not in seen and len(hits) < want:
+                seen.add(d["session_id"])
+                hits.append(d)
+        for d in hits:
+            d.pop("rank", None)
+        return hits
 
     def add_snippets(self, match: str, sort: str, hits: list[dict[str, Any]]) -> None:
         if not hits:

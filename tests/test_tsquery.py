@@ -45,3 +45,20 @@ def test_the_syntax_finds_the_same_rows_on_both_backends(store) -> None:
     store.replace_active_messages(a, [{"role": "user", "content": "summary"}], ids)
     hit = store.search_sessions("detail")[0][0]  # a compacted row stays searchable
     assert hit["session_id"] == a and hit["compacted"] == 1 and "»detail«" in hit["snippet"]
+
+
+def test_a_common_word_pages_by_the_newest_match_per_session(store) -> None:
+    """Past 2,000 matches PostgreSQL reads id windows (like SQLite): same hits, same order."""
+    sids = [store.create_session(f"s{i:02d}") for i in range(30)]
+    for sid in sids:
+        store.append_messages(sid, [{"role": "user", "content": f"common word {n}"}
+                                    for n in range(70)])
+    store.append_message(sids[0], "user", "common again, newest of all")
+    hits, more = store.search_sessions("common", limit=3)
+    assert [h["session_id"] for h in hits] == [sids[0], sids[29], sids[28]] and more
+    page2, _ = store.search_sessions("common", limit=3, offset=3)
+    assert [h["session_id"] for h in page2] == [sids[27], sids[26], sids[25]]
+    oldest, _ = store.search_sessions("common", limit=2, sort="oldest")
+    assert [h["session_id"] for h in oldest] == [sids[0], sids[1]]
+    ranked, _ = store.search_sessions("common", limit=5, sort="relevance")
+    assert len({h["session_id"] for h in ranked}) == 5 and all(h["snippet"] for h in ranked)
