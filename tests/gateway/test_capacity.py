@@ -62,7 +62,8 @@ def test_turn_settings_from_config():
     assert turn_settings({"turn_limit": "12", "max_concurrent_turns": 4}) == TurnSettings(12, 4, "gateway.turn_limit")
     derived = turn_settings({"turn_limit": "auto"})
     assert derived.limit >= MIN_LIMIT and derived.threads == derived.limit and "derived" in derived.source
-    assert turn_settings({}).limit == derived.limit
+    again = turn_settings({})  # the same derivation (free memory may have moved a little meanwhile)
+    assert again.source == derived.source and abs(again.limit - derived.limit) <= derived.limit // 20
     assert turn_settings({"max_concurrent_turns": 128}).threads == 128  # an explicit choice is kept
     for key in ("turn_limit", "max_concurrent_turns"):
         for bad in (0, -3, "lots", [1]):

@@ -97,6 +97,14 @@ def test_stop_just_before_the_agent_begins_its_turn_is_not_lost(make_gateway, fa
     fake_telegram.push_message(CHAT, USER, "/stop")  # the agent clears interrupts when its turn begins
     assert fake_telegram.wait_for_sent(CHAT) == ["Stopping the current turn."]
     gate.go.set()
+    sid = gw.session_for(KEY)
+    for _ in range(600):  # the stopped turn ends (its request cut, or never sent)
+        if not gw.runner.is_busy(sid):
+            break
+        threading.Event().wait(0.05)
+    assert not gw.runner.is_busy(sid)
+    if provider_env.pending:  # stopped before it asked the provider: its slow reply was never taken
+        provider_env.reset()
     provider_env.queue(text("after the stop"))
     fake_telegram.push_message(CHAT, USER, "are you there?")
     assert fake_telegram.wait_for_sent(CHAT, 2, timeout=30)[1] == "after the stop"
