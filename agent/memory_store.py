@@ -7,15 +7,14 @@ is refused, the file is copied aside, and the error names the copy.
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, ContextManager, Optional
 
 from agent import memory_format as fmt
+from agent.dir_lock import dir_lock
 
 FILES = {"memory": "MEMORY.md", "user": "USER.md"}
 DEFAULT_LIMITS = {"memory": 2200, "user": 1375}
@@ -51,26 +50,9 @@ def enabled_targets(cfg: Any = None) -> tuple[str, ...]:
     return tuple(t for t in FILES if on[t] is not False)
 
 
-@contextmanager
-def locked(home: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+def locked(home: Path, timeout: float = LOCK_TIMEOUT) -> ContextManager[None]:
     """Hold the memory directory's lock file (one writer across processes and threads)."""
-    folder = memory_dir(home)
-    folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise MemoryStoreError(f"{folder} is locked by another Hermes process for over "
-                                           f"{timeout:.0f} s; try again") from None
-                time.sleep(0.01)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
+    return dir_lock(memory_dir(home), timeout, MemoryStoreError)
 
 
 class NotText(MemoryStoreError):

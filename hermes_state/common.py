@@ -12,7 +12,7 @@ import secrets
 import socket
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 from urllib.parse import urlsplit, urlunsplit
 
 logger = logging.getLogger("hermes_state")
@@ -73,6 +73,18 @@ def parse_tool_calls(raw: Optional[str]) -> tuple[Any, bool]:
         return (None if raw is None else json.loads(raw)), True
     except ValueError:
         return raw, False
+
+
+def message_rows(rows: Iterable[Any]) -> list[dict[str, Any]]:
+    """Stored message rows as dicts: content decoded (parts back to a list), tool_calls parsed (a
+    corrupt column comes back as its raw text)."""
+    out = []
+    for row in rows:
+        d = dict(row)
+        d["content"] = decode_content(d["content"], d.pop("content_parts"))
+        d["tool_calls"], _ = parse_tool_calls(d["tool_calls"])
+        out.append(d)
+    return out
 
 
 def content_text(content: Any) -> str:

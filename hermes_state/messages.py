@@ -9,7 +9,7 @@ import json
 import time
 from typing import Any, Iterable, Optional
 
-from .common import (CompressionLockLost, decode_content, encode_content, logger,
+from .common import (CompressionLockLost, decode_content, encode_content, logger, message_rows,
                      parse_tool_calls)
 
 INSERT_BATCH = 500  # rows per INSERT (10 parameters each: under SQLite's variable limit)
@@ -90,13 +90,7 @@ class MessagesMixin:
         where = "" if include_inactive else " AND active = 1"
         rows = self._read(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?{where}"
                           " ORDER BY seq, id", (session_id,))
-        out = []
-        for row in rows:
-            d = dict(row)
-            d["content"] = decode_content(d["content"], d.pop("content_parts"))
-            d["tool_calls"], _ = parse_tool_calls(d["tool_calls"])
-            out.append(d)
-        return out
+        return message_rows(rows)
 
     def get_active_messages(self, session_id: str) -> list[dict[str, Any]]:
         """The live history as clean OpenAI-format dicts, ready to send to a provider."""

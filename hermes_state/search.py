@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional
 
-from .common import decode_content, fts_fallback_query, logger, parse_tool_calls
+from .common import fts_fallback_query, logger, message_rows
 
 
 class SearchMixin:
@@ -85,13 +85,7 @@ class SearchMixin:
         rows = self._read("SELECT id, session_id, role, content, content_parts, tool_calls, tool_name,"
                           f" active, compacted, created_at FROM messages WHERE {where}"
                           f" ORDER BY {order} LIMIT ?", (*params, int(limit)))
-        out = []
-        for row in rows:
-            d = dict(row)
-            d["content"] = decode_content(d["content"], d.pop("content_parts"))
-            d["tool_calls"], _ = parse_tool_calls(d["tool_calls"])
-            out.append(d)
-        return out
+        return message_rows(rows)
 
     def messages_around(self, session_id: str, message_id: int, before: int = 2,
                         after: int = 2) -> list[dict[str, Any]]:

@@ -8,14 +8,13 @@ error, and a refused or failed write leaves no partial files and loses nothing.
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import time
-from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, ContextManager, Optional
 
+from agent.dir_lock import dir_lock
 from agent.skills import format as fmt
 from agent.skills import history, loader, similar
 from agent.skills.loader import Skill
@@ -30,25 +29,9 @@ class SkillStoreError(Exception):
     """A write was refused or failed; nothing on disk changed. The message says what to do."""
 
 
-@contextmanager
-def locked(root: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+def locked(root: Path, timeout: float = LOCK_TIMEOUT) -> ContextManager[None]:
     """The skills root's lock: one writer at a time across processes and threads."""
-    root.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(root / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise SkillStoreError(f"{root} is locked by another Hermes process for over "
-                                          f"{timeout:.0f} s; try again") from None
-                time.sleep(0.01)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
+    return dir_lock(root, timeout, SkillStoreError)
 
 
 def atomic_write(path: Path, data: bytes) -> None:

@@ -6,7 +6,7 @@ import json
 import time
 import urllib.error
 import urllib.request
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -15,19 +15,10 @@ from hermes_state import SessionDB
 from tests.fake_provider import error, slow, text
 from tests.gateway.conftest import GatewayProcess
 from tests.gateway.fake_telegram import FakeTelegram
+from tests.waiting import wait_until
 
 CHAT = 1001
 API_KEY = "cron-test-key-0123456789abcdef"
-
-
-def wait_until(pred: Callable[[], Any], timeout: float = 60, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import pytest
 
@@ -18,6 +17,7 @@ from tests.cli.conftest import hermes_env, run_hermes
 from tests.fake_provider import text
 from tests.gateway.conftest import SESSION, GatewayProcess
 from tests.gateway.fake_telegram import FakeTelegram
+from tests.waiting import wait_until
 
 
 @pytest.fixture
@@ -32,16 +32,6 @@ def held(fake_provider: Any) -> threading.Event:
     fake_provider.handler = answer
     yield release
     release.set()
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 60, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what or predicate}")
 
 
 def request(gw: GatewayProcess, path: str, body: Optional[dict] = None, key: Optional[str] = None,

@@ -8,6 +8,7 @@ import pytest
 
 from gateway.runner import STOPPED_BEFORE_START
 from tests.fake_provider import slow, text
+from tests.waiting import wait_until
 
 USER = CHAT = 1001
 KEY = f"telegram:dm:{CHAT}"
@@ -98,11 +99,7 @@ def test_stop_just_before_the_agent_begins_its_turn_is_not_lost(make_gateway, fa
     assert fake_telegram.wait_for_sent(CHAT) == ["Stopping the current turn."]
     gate.go.set()
     sid = gw.session_for(KEY)
-    for _ in range(600):  # the stopped turn ends (its request cut, or never sent)
-        if not gw.runner.is_busy(sid):
-            break
-        threading.Event().wait(0.05)
-    assert not gw.runner.is_busy(sid)
+    wait_until(lambda: not gw.runner.is_busy(sid), 30, "the stopped turn to end (cut, or never sent)")
     if provider_env.pending:  # stopped before it asked the provider: its slow reply was never taken
         provider_env.reset()
     provider_env.queue(text("after the stop"))

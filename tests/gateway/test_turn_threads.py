@@ -3,18 +3,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 
 import pytest
 
 from gateway.turn_threads import TurnThreads
-
-
-def wait_until(predicate, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
+from tests.waiting import wait_until
 
 
 def test_results_and_exceptions_reach_the_future():
