@@ -174,10 +174,8 @@ class TurnSettings:
     source: str  # where ``limit`` came from, for the log and the status
 
 
-def _positive(gateway_cfg: dict[str, Any], key: str) -> Optional[int]:
-    raw = gateway_cfg.get(key)
-    if raw in (None, "", "auto"):
-        return None
+def whole_number(raw: Any, what: str) -> int:
+    """``raw`` as a whole number >= 1; ConfigError naming ``what`` (a config key or flag) otherwise."""
     try:
         value = int(raw)
     except (TypeError, ValueError):
@@ -185,8 +183,15 @@ def _positive(gateway_cfg: dict[str, Any], key: str) -> Optional[int]:
     if value < 1:
         from agent.config import ConfigError
 
-        raise ConfigError(f"gateway.{key} must be a whole number >= 1 or 'auto', not {raw!r}")
+        raise ConfigError(f"{what} must be a whole number >= 1, not {raw!r}")
     return value
+
+
+def _positive(gateway_cfg: dict[str, Any], key: str) -> Optional[int]:
+    raw = gateway_cfg.get(key)
+    if raw in (None, "", "auto"):
+        return None
+    return whole_number(raw, f"gateway.{key} (or 'auto')")
 
 
 def turn_settings(gateway_cfg: dict[str, Any]) -> TurnSettings:
