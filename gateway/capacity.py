@@ -174,8 +174,10 @@ class TurnSettings:
     source: str  # where ``limit`` came from, for the log and the status
 
 
-def whole_number(raw: Any, what: str) -> int:
-    """``raw`` as a whole number >= 1; ConfigError naming ``what`` (a config key or flag) otherwise."""
+def _positive(gateway_cfg: dict[str, Any], key: str) -> Optional[int]:
+    raw = gateway_cfg.get(key)
+    if raw in (None, "", "auto"):
+        return None
     try:
         value = int(raw)
     except (TypeError, ValueError):
@@ -183,15 +185,8 @@ def whole_number(raw: Any, what: str) -> int:
     if value < 1:
         from agent.config import ConfigError
 
-        raise ConfigError(f"{what} must be a whole number >= 1, not {raw!r}")
+        raise ConfigError(f"gateway.{key} must be a whole number >= 1 or 'auto', not {raw!r}")
     return value
-
-
-def _positive(gateway_cfg: dict[str, Any], key: str) -> Optional[int]:
-    raw = gateway_cfg.get(key)
-    if raw in (None, "", "auto"):
-        return None
-    return whole_number(raw, f"gateway.{key} (or 'auto')")
 
 
 def turn_settings(gateway_cfg: dict[str, Any]) -> TurnSettings:

@@ -199,10 +199,14 @@ def run_flags(args: argparse.Namespace) -> list[str]:
 
 def worker_count(args: argparse.Namespace, gw: dict[str, Any]) -> int:
     """``--workers`` > ``gateway.workers`` > 1."""
-    from gateway.capacity import whole_number
-
     raw = args.workers if args.workers is not None else gw.get("workers", 1)
-    return whole_number(raw, "--workers / gateway.workers")
+    try:
+        count = int(raw)
+    except (TypeError, ValueError):
+        count = 0
+    if count < 1:
+        raise ConfigError(f"--workers / gateway.workers must be a whole number >= 1, not {raw!r}")
+    return count
 
 
 def _ids(value: Any) -> set[str]:
