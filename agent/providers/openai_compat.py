@@ -141,7 +141,8 @@ def consume_stream(stream: Any, on_delta: Optional[Callable[[str], None]],
 def request_chat(client: Any, *, model: str, messages: list[dict], tools: Optional[list[dict]],
                  stream_callback: Optional[Callable[[str], None]] = None,
                  interrupted: Optional[threading.Event] = None, max_tokens: Optional[int] = None,
-                 raw_body: bool = True, timeout: Optional[float] = None) -> ModelReply:
+                 raw_body: bool = True, timeout: Optional[float] = None,
+                 tool_choice: Optional[str] = None) -> ModelReply:
     """One call to ``client.chat.completions.create``.
 
     ``raw_body`` passes the (already well-formed) messages and tool schemas through ``extra_body``:
@@ -153,12 +154,16 @@ def request_chat(client: Any, *, model: str, messages: list[dict], tools: Option
         body: dict[str, Any] = {"messages": messages}
         if tools:
             body["tools"] = tools
+        if tools and tool_choice:
+            body["tool_choice"] = tool_choice
         kwargs["messages"] = []
         kwargs["extra_body"] = body
     else:
         kwargs["messages"] = messages
         if tools:
             kwargs["tools"] = tools
+            if tool_choice:
+                kwargs["tool_choice"] = tool_choice
     if max_tokens:
         kwargs["max_tokens"] = max_tokens
     if timeout:
