@@ -26,7 +26,7 @@ def parse_arguments(raw: Any) -> tuple[Optional[dict], Optional[str]]:
     if isinstance(raw, dict):
         return raw, None
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, strict=False)  # a raw newline inside a string: models emit them
     except (TypeError, ValueError) as exc:
         return None, f"arguments are not valid JSON ({exc}); resend the call with a JSON object"
     if not isinstance(value, dict):

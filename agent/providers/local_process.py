@@ -21,6 +21,7 @@ import threading
 from typing import Iterator, Optional
 
 from agent.providers.local_wire import PeerGone, Pipe, Silent
+from agent.providers.local_worker import LOG_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,11 @@ class ModelProcess:
     def _drain_stderr(self, proc: subprocess.Popen) -> None:
         for raw in iter(proc.stderr.readline, b""):  # type: ignore[union-attr]
             line = raw.decode("utf-8", "replace").rstrip()
-            if line:
+            if line.startswith(LOG_PREFIX):  # the child's own log records, at their level
+                level, _, text = line[len(LOG_PREFIX):].partition(" ")
+                log.log(logging.getLevelName(level) if level.isupper() else logging.INFO,
+                        "embedded model: %s", text)
+            elif line:
                 self._stderr.append(line)
                 log.debug("embedded model: %s", line)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import queue
 import signal
@@ -22,6 +23,8 @@ import threading
 from typing import Any, Optional
 
 from agent.providers.local_wire import PeerGone, Pipe
+
+LOG_PREFIX = "hermes-local-model "
 
 
 def _args(argv: Optional[list[str]]) -> argparse.Namespace:
@@ -125,6 +128,8 @@ def serve(args: argparse.Namespace) -> int:
 
 def main(argv: Optional[list[str]] = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # warnings go to stderr, which the parent reads and logs under its own logger
+    logging.basicConfig(level=logging.WARNING, format=f"{LOG_PREFIX}%(levelname)s %(message)s")
     args = _args(argv)
     if args.probe:
         return probe(args)
