@@ -17,9 +17,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from agent import results
+from agent import plugin_hooks, results
 from agent.agent_kwargs import check_kwargs, honoured
-from agent.config import HermesConfig, hermes_home, load_config, load_env_file, resolve_provider
+from agent.config import (HermesConfig, hermes_home, load_config, load_env_file, load_plugins,
+                          resolve_provider)
 from agent.conversation_compression import compress_context, compression_skipped_due_to_lock
 from agent.conversation_loop import Interrupted, run_loop
 from agent.messages import content_text, find_tool_pair_violations, sanitize_tool_pairs
@@ -96,6 +97,7 @@ class AIAgent:
             load_env_file()
             config = load_config()
         self.config = config
+        load_plugins(config)  # once per process: the tools, hooks and providers plugins offer
         settings = resolve_provider(config, base_url=base_url, api_key=api_key, model=model, provider=provider)
         self.provider = settings.provider
         self.base_url = settings.base_url
@@ -204,10 +206,11 @@ class AIAgent:
         client = pool.borrow() if pool is not None else self.client
         self._inflight = client if (pool is not None or self._owns_client) else None
         try:
-            reply = request_chat(client, model=self.model, messages=api_messages, tools=tools,
-                                 stream_callback=state.stream_callback,
-                                 interrupted=self._interrupt_event, raw_body=self._raw_body,
-                                 max_tokens=self.max_tokens, tool_choice=self._tool_choice(state))
+            reply = plugin_hooks.around_request(self, api_messages, lambda: request_chat(
+                client, model=self.model, messages=api_messages, tools=tools,
+                stream_callback=state.stream_callback, interrupted=self._interrupt_event,
+                raw_body=self._raw_body, max_tokens=self.max_tokens,
+                tool_choice=self._tool_choice(state)))
             if self.provider == "local" and self._interrupt_event.is_set():
                 raise Interrupted()  # abort() cut the answer short: it is not the answer
             return reply
@@ -359,8 +362,10 @@ class AIAgent:
         state.extras["tool_rounds"] = state.extras.get("tool_rounds", 0) + 1
         if self.tool_delay:
             time.sleep(self.tool_delay)
-        return run_tool_calls(tool_calls, self._tool_names, lambda name, args: dispatch(name, args, ctx),
-                              self.tool_progress_callback, redact=self._redact)
+        call = plugin_hooks.around_tools(lambda name, args: dispatch(name, args, ctx),
+                                         self.session_id, ctx.task_id)
+        return run_tool_calls(tool_calls, self._tool_names, call, self.tool_progress_callback,
+                              redact=self._redact)
 
     def _cleanup_task_resources(self, task_id: Optional[str]) -> None:
         """Per-task resources (none held beyond a turn today); a hook surfaces and tests can rely on."""
@@ -506,6 +511,9 @@ class AIAgent:
         if self._tool_ctx is not None:
             self._tool_ctx.turn = {}
         self._freeze_tools()
+        extra = plugin_hooks.turn_started(self, user_message, new_session=self._is_new_session())
+        if extra:
+            system_message = "\n\n".join(p for p in (system_message, extra) if p)
         try:
             state = build_turn(self, user_message, system_message, conversation_history, task_id,
                                stream_callback)
@@ -525,7 +533,12 @@ class AIAgent:
             self._cleanup_task_resources(task_id)
         if self.save_trajectories:
             self._save_trajectory(state.messages, user_message, bool(result.get("completed")))
+        plugin_hooks.turn_ended(self, user_message, result)
         return result
+
+    def _is_new_session(self) -> bool:
+        """No turn of this session has run yet (in this process or, resumed, before it)."""
+        return self._history_loaded and not self.messages and self._cached_system_prompt is None
 
     def chat(self, message: str) -> str:
         """Convenience: one turn, the final text."""

@@ -147,6 +147,21 @@ class SkillsConfig(_Section):
         return [t.strip() for t in v.split(",") if t.strip()] if isinstance(v, str) else v
 
 
+class PluginsConfig(_Section):
+    """Hermes' keys: third-party plugins load only when ``enabled`` names them; ``disabled`` turns
+    off any plugin, built-ins included."""
+
+    enabled: list[str] = Field(default_factory=list)
+    disabled: list[str] = Field(default_factory=list)
+
+    @field_validator("enabled", "disabled", mode="before")
+    @classmethod
+    def _listify(cls, v: Any) -> Any:
+        if v is None:
+            return []
+        return [t.strip() for t in v.split(",") if t.strip()] if isinstance(v, str) else v
+
+
 class HermesConfig(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
@@ -165,6 +180,15 @@ class HermesConfig(_Section):
 
 
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    plugins: PluginsConfig = Field(default_factory=PluginsConfig)
+
+
+def load_plugins(cfg: HermesConfig) -> list:
+    """Load the process's plugins once (built-ins, pip packages, HERMES_HOME/plugins folders) with
+    this config's enabled/disabled lists; later calls return what the first one did."""
+    from hermes_core.plugin_loader import LOADER
+
+    return LOADER.load(hermes_home(), enabled=cfg.plugins.enabled, disabled=cfg.plugins.disabled)
 
 
 def load_env_file(path: Optional[Path] = None) -> None:

@@ -176,6 +176,22 @@ def check_skills(cfg: Any) -> Check:
                                          if cat.skipped else ""))
 
 
+def check_plugins(cfg: Any) -> Check:
+    """A plugin that fails to load is named with its error; the others still load."""
+    from agent.config import load_plugins
+
+    infos = load_plugins(cfg) if cfg is not None else []
+    loaded = sum(1 for i in infos if i.loaded)
+    broken = [i for i in infos if i.error]
+    summary = f"{loaded} loaded"
+    if broken:
+        names = "; ".join(f"{i.name} ({i.where}): {i.error}" for i in broken[:5])
+        return Check(FAIL, "plugins", f"{summary}, {len(broken)} failed: {names}; fix it or "
+                     "`hermes plugins disable NAME`")
+    off = sum(1 for i in infos if not i.enabled)
+    return Check(OK, "plugins", summary + (f", {off} off (`hermes plugins list`)" if off else ""))
+
+
 def run(args: Any = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     """The checks on stdout; when any failed, one line on stderr naming them, and exit 1."""
     checks: list[Check] = []
@@ -190,6 +206,7 @@ def run(args: Any = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) ->
     checks.append(check_database())
     checks.append(check_local(ps))
     checks.append(check_skills(cfg))
+    checks.append(check_plugins(cfg))
     for ch in checks:
         out.write(ch.line() + "\n")
     failed = [ch.name for ch in checks if ch.mark == FAIL]

@@ -89,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     from hermes_cli.mcp_cmd import add_parser as add_mcp
 
     add_mcp(sub)
+    from hermes_cli.plugins_cmd import add_parser as add_plugins
+
+    add_plugins(sub)
 
     # listed for --help; main() hands these to gateway/cli.py, which parses its own flags
     sub.add_parser("gateway", help="run the gateway (API server, Telegram) or show its status")
@@ -115,6 +118,12 @@ def _load_config() -> Any:
 
 def dispatch(args: argparse.Namespace) -> int:
     cmd = args.command
+    func = getattr(args, "func", None)
+    if func is not None:  # commands bound with set_defaults(func=...)
+        from agent.config import load_env_file
+
+        load_env_file()
+        return func(args)
     if cmd == "sessions":
         from hermes_cli import sessions
 

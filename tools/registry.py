@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from hermes_core.plugin_api import REGISTRY as PLUGINS
+
 logger = logging.getLogger(__name__)
 
 # Built-in tool modules; each registers its tools when imported.
@@ -149,19 +151,59 @@ def settle(notify: Callable[[str], None] | None = None, cancel: threading.Event 
 
 
 def _ensure_builtins() -> None:
-    """Import the built-in tool modules once; a broken module must not take the others down."""
+    """Import the built-in tool modules once (a broken module must not take the others down),
+    then take in what plugins registered since the last look."""
     global _builtins_loaded
-    if _builtins_loaded:
-        return
+    if not _builtins_loaded:
+        with _lock:
+            if not _builtins_loaded:
+                _builtins_loaded = True
+                for mod in _BUILTIN_MODULES:
+                    try:
+                        importlib.import_module(mod)
+                    except Exception:  # pragma: no cover - only on a broken install
+                        logger.exception("could not load tool module %s", mod)
+    if PLUGINS.generation != _plugins_seen:
+        _take_plugin_tools()
+
+
+_plugins_seen = -1
+_opt_in_toolsets: set[str] = set()  # toolsets offered only when asked for by name
+
+
+def _take_plugin_tools() -> None:
+    """Tools and toolsets from ``hermes_core.plugin_api`` registrations (see plugin_loader)."""
+    global _plugins_seen
     with _lock:
-        if _builtins_loaded:
+        if PLUGINS.generation == _plugins_seen:
             return
-        _builtins_loaded = True
-        for mod in _BUILTIN_MODULES:
-            try:
-                importlib.import_module(mod)
-            except Exception:  # pragma: no cover - only on a broken install
-                logger.exception("could not load tool module %s", mod)
+        _plugins_seen = PLUGINS.generation
+        for reg in PLUGINS.of("toolset"):
+            _declared_toolsets[reg.name] = str(reg.value or "")
+            if reg.options.get("default") is False:
+                _opt_in_toolsets.add(reg.name)
+        for reg in PLUGINS.of("tool"):
+            spec = reg.value if reg.options.get("native") else _spec_from_plugin(reg.name, reg.value)
+            if _registry.get(spec.name) is not spec:
+                register(spec)
+
+
+def _spec_from_plugin(name: str, v: dict) -> ToolSpec:
+    check_fn, needs = v.get("check_fn"), list(v.get("requires_env") or [])
+
+    def check() -> str | None:
+        import os
+
+        missing = [e for e in needs if not os.environ.get(e)]
+        if missing:
+            return f"needs {', '.join(missing)} in the environment or HERMES_HOME/.env"
+        if check_fn is not None and not check_fn():
+            return "its plugin says it is unavailable here"
+        return None
+
+    return ToolSpec(name=name, description=v["description"], parameters=v["parameters"],
+                    handler=v["handler"], toolset=v["toolset"], mutating=v.get("mutating", False),
+                    check=check if (check_fn or needs) else None)
 
 
 def _unavailable_reason(spec: ToolSpec) -> str | None:
@@ -222,7 +264,9 @@ def check_toolset_names(names: list[str] | tuple[str, ...] | set[str] | None) ->
 def _selected(toolset: str, enabled: set[str] | None, disabled: set[str]) -> bool:
     if toolset in disabled:
         return False
-    return enabled is None or bool(enabled & set(ALL_TOOLSETS)) or toolset in enabled
+    if enabled is None:
+        return toolset not in _opt_in_toolsets
+    return bool(enabled & set(ALL_TOOLSETS)) or toolset in enabled
 
 
 def get_tool_definitions(
