@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
-
-from tools.registry import ToolContext, ToolError, ToolSpec, register
+from tools.registry import ToolContext, ToolError, ToolSpec
 
 ACTIONS = ("create", "list", "update", "pause", "resume", "remove", "run")
 
@@ -65,23 +64,25 @@ def _run(db: Any, ctx: ToolContext, job: dict[str, Any]) -> str:
                        "note": "runs in the background; the answer is delivered like a scheduled run"})
 
 
-register(ToolSpec(
-    "cronjob",
-    "Schedule prompts that run later or repeatedly in a fresh agent with no chat history; its "
-    "answer is delivered automatically.",
-    {"type": "object", "properties": {
-        "action": {"type": "string", "enum": list(ACTIONS)},
-        "job_id": {"type": "string", "description": "Job id or unique name (all but create/list)."},
-        "name": {"type": "string", "description": "Short label."},
-        "prompt": {"type": "string", "description": "Self-contained instructions for each run."},
-        "schedule": {"type": "string", "description": "'every 30m|2h|1d', 'in 30m' (once), "
-                                                      "'0 8 * * *' (cron), or an ISO time."},
-        "deliver": {"type": "string", "description": "origin (this chat), local, telegram, "
-                                                     "telegram:<chat_id>; comma-separated."},
-        "repeat": {"type": "integer", "description": "Stop after this many runs."},
-        "skills": {"type": "array", "items": {"type": "string"},
-                   "description": "Skill names attached to each run."},
-        "workdir": {"type": "string", "description": "Working directory of the runs."},
-    }, "required": ["action"]},
-    cronjob, "cronjob",
-))
+def register(ctx: Any) -> None:
+    """The plugin entry point (pyproject.toml, group hermes_agent.plugins)."""
+    ctx.register_tool(ToolSpec(
+        "cronjob",
+        "Schedule prompts that run later or repeatedly in a fresh agent with no chat history; its "
+        "answer is delivered automatically.",
+        {"type": "object", "properties": {
+            "action": {"type": "string", "enum": list(ACTIONS)},
+            "job_id": {"type": "string", "description": "Job id or unique name (all but create/list)."},
+            "name": {"type": "string", "description": "Short label."},
+            "prompt": {"type": "string", "description": "Self-contained instructions for each run."},
+            "schedule": {"type": "string", "description": "'every 30m|2h|1d', 'in 30m' (once), "
+                                                          "'0 8 * * *' (cron), or an ISO time."},
+            "deliver": {"type": "string", "description": "origin (this chat), local, telegram, "
+                                                         "telegram:<chat_id>; comma-separated."},
+            "repeat": {"type": "integer", "description": "Stop after this many runs."},
+            "skills": {"type": "array", "items": {"type": "string"},
+                       "description": "Skill names attached to each run."},
+            "workdir": {"type": "string", "description": "Working directory of the runs."},
+        }, "required": ["action"]},
+        cronjob, "cronjob",
+    ))

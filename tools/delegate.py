@@ -10,7 +10,7 @@ import json
 from collections import Counter
 from typing import Any, Optional
 
-from tools.registry import ToolContext, ToolError, ToolSpec, register
+from tools.registry import ToolContext, ToolError, ToolSpec
 
 MAX_GOAL_CHARS = 20_000
 MAX_CONTEXT_CHARS = 100_000
@@ -152,4 +152,6 @@ def delegate_task(args: dict, ctx: ToolContext) -> str:
     return format_results(results, cfg.max_answer_chars)
 
 
-register(ToolSpec("delegate_task", DESCRIPTION, SCHEMA, delegate_task, "delegation"))
+def register(ctx: Any) -> None:
+    """The plugin entry point (pyproject.toml, group hermes_agent.plugins)."""
+    ctx.register_tool(ToolSpec("delegate_task", DESCRIPTION, SCHEMA, delegate_task, "delegation"))

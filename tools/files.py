@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from tools.path_policy import (KEY_SNIFF_BYTES, is_private_key, outside_root, secret_reason,
                                system_write_reason)
-from tools.registry import ToolContext, ToolError, ToolSpec, register
+from tools.registry import ToolContext, ToolError, ToolSpec
 
 MAX_LINE_CHARS = 2000
 MAX_READ_LIMIT = 2000
@@ -401,49 +402,52 @@ def search_files(args: dict, ctx: ToolContext) -> str:
 
 _PATH = {"type": "string", "description": "File path, absolute or relative to the working directory."}
 
-register(ToolSpec(
-    "read_file",
-    "Read a text file as numbered lines ('   12|text'). Pages with offset/limit; refuses binaries.",
-    {"type": "object", "properties": {
-        "path": _PATH,
-        "offset": {"type": "integer", "description": "First line to show, 1-based. Default 1."},
-        "limit": {"type": "integer", "description": f"Max lines to show. Default 500, max {MAX_READ_LIMIT}."},
-    }, "required": ["path"]},
-    read_file, "file",
-))
-register(ToolSpec(
-    "write_file",
-    "Create or overwrite a whole file with the given content (parent directories are created). "
-    "Prefer patch for edits to existing files.",
-    {"type": "object", "properties": {
-        "path": _PATH,
-        "content": {"type": "string", "description": "The complete new file content."},
-    }, "required": ["path", "content"]},
-    write_file, "file", mutating=True,
-))
-register(ToolSpec(
-    "patch",
-    "Edit a file by replacing old_string with new_string. old_string must match exactly once "
-    "(include surrounding lines to make it unique) unless replace_all is true. Returns a diff.",
-    {"type": "object", "properties": {
-        "path": _PATH,
-        "old_string": {"type": "string", "description": "Exact text to replace, whitespace included."},
-        "new_string": {"type": "string", "description": "Replacement text."},
-        "replace_all": {"type": "boolean", "description": "Replace every occurrence. Default false."},
-    }, "required": ["path", "old_string", "new_string"]},
-    patch, "file", mutating=True,
-))
-register(ToolSpec(
-    "search_files",
-    "Search file contents with a regex (results as 'file:line: text'), or with target='files' "
-    "find files whose names match a glob. Skips .git, node_modules, .venv and binary files.",
-    {"type": "object", "properties": {
-        "pattern": {"type": "string", "description": "Regex for content search; glob (or substring) for target='files'."},
-        "path": {"type": "string", "description": "Directory or file to search. Default: the working directory."},
-        "target": {"type": "string", "enum": ["content", "files"], "description": "What to search. Default 'content'."},
-        "glob": {"type": "string", "description": "Only search files matching this glob, e.g. '*.py'."},
-        "max_results": {"type": "integer", "description": "Stop after this many results. Default 100."},
-        "ignore_case": {"type": "boolean", "description": "Case-insensitive content search. Default false."},
-    }, "required": ["pattern"]},
-    search_files, "file",
-))
+
+def register(ctx: Any) -> None:
+    """The plugin entry point (pyproject.toml, group hermes_agent.plugins)."""
+    ctx.register_tool(ToolSpec(
+        "read_file",
+        "Read a text file as numbered lines ('   12|text'). Pages with offset/limit; refuses binaries.",
+        {"type": "object", "properties": {
+            "path": _PATH,
+            "offset": {"type": "integer", "description": "First line to show, 1-based. Default 1."},
+            "limit": {"type": "integer", "description": f"Max lines to show. Default 500, max {MAX_READ_LIMIT}."},
+        }, "required": ["path"]},
+        read_file, "file",
+    ))
+    ctx.register_tool(ToolSpec(
+        "write_file",
+        "Create or overwrite a whole file with the given content (parent directories are created). "
+        "Prefer patch for edits to existing files.",
+        {"type": "object", "properties": {
+            "path": _PATH,
+            "content": {"type": "string", "description": "The complete new file content."},
+        }, "required": ["path", "content"]},
+        write_file, "file", mutating=True,
+    ))
+    ctx.register_tool(ToolSpec(
+        "patch",
+        "Edit a file by replacing old_string with new_string. old_string must match exactly once "
+        "(include surrounding lines to make it unique) unless replace_all is true. Returns a diff.",
+        {"type": "object", "properties": {
+            "path": _PATH,
+            "old_string": {"type": "string", "description": "Exact text to replace, whitespace included."},
+            "new_string": {"type": "string", "description": "Replacement text."},
+            "replace_all": {"type": "boolean", "description": "Replace every occurrence. Default false."},
+        }, "required": ["path", "old_string", "new_string"]},
+        patch, "file", mutating=True,
+    ))
+    ctx.register_tool(ToolSpec(
+        "search_files",
+        "Search file contents with a regex (results as 'file:line: text'), or with target='files' "
+        "find files whose names match a glob. Skips .git, node_modules, .venv and binary files.",
+        {"type": "object", "properties": {
+            "pattern": {"type": "string", "description": "Regex for content search; glob (or substring) for target='files'."},
+            "path": {"type": "string", "description": "Directory or file to search. Default: the working directory."},
+            "target": {"type": "string", "enum": ["content", "files"], "description": "What to search. Default 'content'."},
+            "glob": {"type": "string", "description": "Only search files matching this glob, e.g. '*.py'."},
+            "max_results": {"type": "integer", "description": "Stop after this many results. Default 100."},
+            "ignore_case": {"type": "boolean", "description": "Case-insensitive content search. Default false."},
+        }, "required": ["pattern"]},
+        search_files, "file",
+    ))

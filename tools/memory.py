@@ -6,11 +6,12 @@ arguments, the per-turn failure cap, and what the model reads back.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from agent import memory_format as fmt
 from agent import memory_store as store
 from agent.config import hermes_home
-from tools.registry import ToolContext, ToolError, ToolSpec, register
+from tools.registry import ToolContext, ToolError, ToolSpec
 
 MAX_FAILURES_PER_TURN = 3
 ACTIONS = ("add", "replace", "remove", "read")
@@ -86,20 +87,22 @@ def memory(args: dict, ctx: ToolContext) -> str:
         raise
 
 
-register(ToolSpec(
-    "memory",
-    "Durable notes kept across sessions. target memory: your notes (environment, conventions, "
-    "lessons); target user: who the user is (name, preferences, habits). Entries are short facts "
-    "shown in the prompt at session start.",
-    {"type": "object", "properties": {
-        "target": {"type": "string", "enum": ["memory", "user"]},
-        "action": {"type": "string", "enum": list(ACTIONS)},
-        "content": {"type": "string", "description": "Entry text for add, new text for replace."},
-        "old_text": {"type": "string",
-                     "description": "replace/remove: the entry's id or a substring unique to it."},
-        "operations": {"type": "array", "items": {"type": "object"},
-                       "description": "Several {target, action, content, old_text} applied all or "
-                                      "none; replaces the single-action fields."},
-    }},
-    memory, "memory",
-))
+def register(ctx: Any) -> None:
+    """The plugin entry point (pyproject.toml, group hermes_agent.plugins)."""
+    ctx.register_tool(ToolSpec(
+        "memory",
+        "Durable notes kept across sessions. target memory: your notes (environment, conventions, "
+        "lessons); target user: who the user is (name, preferences, habits). Entries are short facts "
+        "shown in the prompt at session start.",
+        {"type": "object", "properties": {
+            "target": {"type": "string", "enum": ["memory", "user"]},
+            "action": {"type": "string", "enum": list(ACTIONS)},
+            "content": {"type": "string", "description": "Entry text for add, new text for replace."},
+            "old_text": {"type": "string",
+                         "description": "replace/remove: the entry's id or a substring unique to it."},
+            "operations": {"type": "array", "items": {"type": "object"},
+                           "description": "Several {target, action, content, old_text} applied all or "
+                                          "none; replaces the single-action fields."},
+        }},
+        memory, "memory",
+    ))

@@ -1,12 +1,13 @@
 """Tool registry: the one place the agent loop learns which tools exist and runs them.
 
-Kept cheap to import (the agent imports it at start-up): schemas are plain dicts and the
-built-in tool modules are imported lazily, on the first `get_tool_definitions()` / `dispatch()`.
+Kept cheap to import (the agent imports it at start-up): schemas are plain dicts. Tools come from
+plugins (``hermes_core.plugin_loader``): the built-in ones are plugins declared in pyproject.toml
+like any installed package's, loaded on the first `get_tool_definitions()` / `dispatch()` when no
+agent loaded them before.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import threading
@@ -17,10 +18,6 @@ from typing import Any, Callable
 from hermes_core.plugin_api import REGISTRY as PLUGINS
 
 logger = logging.getLogger(__name__)
-
-# Built-in tool modules; each registers its tools when imported.
-_BUILTIN_MODULES = ("tools.terminal", "tools.files", "tools.todo", "tools.memory", "tools.session_search",
-                    "tools.skills", "tools.cronjob", "tools.delegate")
 
 # The toolsets a default agent offers, in the order /tools and the prompt breakdown list them.
 # A toolset exists once a tool names it or register_toolset() declares it (MCP: ``mcp-<server>``).
@@ -85,7 +82,6 @@ _registry: dict[str, ToolSpec] = {}
 _definitions: dict[str, dict] = {}  # name -> prebuilt OpenAI definition
 _declared_toolsets: dict[str, str] = {}  # toolset -> one-line description (may have no tools yet)
 _lock = threading.RLock()
-_builtins_loaded = False
 _generation = 0  # bumped on every change, so an agent can tell its tool list is stale
 _settle_hooks: list[Callable[..., Any]] = []
 
@@ -151,20 +147,28 @@ def settle(notify: Callable[[str], None] | None = None, cancel: threading.Event 
 
 
 def _ensure_builtins() -> None:
-    """Import the built-in tool modules once (a broken module must not take the others down),
-    then take in what plugins registered since the last look."""
-    global _builtins_loaded
-    if not _builtins_loaded:
-        with _lock:
-            if not _builtins_loaded:
-                _builtins_loaded = True
-                for mod in _BUILTIN_MODULES:
-                    try:
-                        importlib.import_module(mod)
-                    except Exception:  # pragma: no cover - only on a broken install
-                        logger.exception("could not load tool module %s", mod)
+    """Load the plugins when nobody did yet (a caller without an agent: tests, ``hermes
+    config show --prompt``), then take in what they registered since the last look."""
+    from hermes_core.plugin_loader import LOADER
+
+    if not LOADER.loaded():
+        _load_plugins_with_config(LOADER)
     if PLUGINS.generation != _plugins_seen:
         _take_plugin_tools()
+
+
+def _load_plugins_with_config(loader: Any) -> None:
+    from agent.config import ConfigError, hermes_home, load_config
+
+    try:
+        cfg = load_config()
+        enabled, disabled = cfg.plugins.enabled, cfg.plugins.disabled
+    except ConfigError:  # the agent reports a junk config; tools still load (built-ins only)
+        enabled, disabled = [], []
+    infos = loader.load(hermes_home(), enabled=enabled, disabled=disabled)
+    if not any(i.source == "builtin" for i in infos):
+        logger.warning("no built-in tools found: this project is not installed (run `make` or "
+                       "`pip install -e .`)")
 
 
 _plugins_seen = -1

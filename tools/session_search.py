@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
-from tools.registry import ToolContext, ToolError, ToolSpec, register
+from tools.registry import ToolContext, ToolError, ToolSpec
 
 MAX_CHARS = 8000  # ~2,000 tokens for the whole result
 MSG_CHARS = 300  # per message shown in full text
@@ -173,19 +173,21 @@ def session_search(args: dict, ctx: ToolContext) -> str:
     return _recent(db, norm, ctx)
 
 
-register(ToolSpec(
-    "session_search",
-    "Search and read past conversations (full text; no model call). query: words (all must match), "
-    "OR, \"a phrase\", prefix*. session_id alone: how it began and ended; with around_message_id: "
-    "the messages around it. No arguments: recent sessions. Finds messages a context summary replaced.",
-    {"type": "object", "properties": {
-        "query": {"type": "string"},
-        "session_id": {"type": "string"},
-        "around_message_id": {"type": "integer"},
-        "limit": {"type": "integer", "description": "Sessions to return, 1-10 (default 3)."},
-        "offset": {"type": "integer", "description": "Skip this many (paging)."},
-        "sort": {"type": "string", "enum": ["newest", "oldest", "relevance"]},
-        "include_subagents": {"type": "boolean", "description": "Also subagent and cron sessions."},
-    }},
-    session_search, "session_search",
-))
+def register(ctx: Any) -> None:
+    """The plugin entry point (pyproject.toml, group hermes_agent.plugins)."""
+    ctx.register_tool(ToolSpec(
+        "session_search",
+        "Search and read past conversations (full text; no model call). query: words (all must match), "
+        "OR, \"a phrase\", prefix*. session_id alone: how it began and ended; with around_message_id: "
+        "the messages around it. No arguments: recent sessions. Finds messages a context summary replaced.",
+        {"type": "object", "properties": {
+            "query": {"type": "string"},
+            "session_id": {"type": "string"},
+            "around_message_id": {"type": "integer"},
+            "limit": {"type": "integer", "description": "Sessions to return, 1-10 (default 3)."},
+            "offset": {"type": "integer", "description": "Skip this many (paging)."},
+            "sort": {"type": "string", "enum": ["newest", "oldest", "relevance"]},
+            "include_subagents": {"type": "boolean", "description": "Also subagent and cron sessions."},
+        }},
+        session_search, "session_search",
+    ))

@@ -13,7 +13,7 @@ from agent.skills import format as fmt
 from agent.skills import loader, similar
 from agent.skills.review import REVIEW_PLATFORM
 from agent.skills.store import SkillStore, SkillStoreError, support_path
-from tools.registry import ToolContext, ToolError, ToolSpec, register
+from tools.registry import ToolContext, ToolError, ToolSpec
 
 ACTIONS = ("create", "patch", "edit", "write_file", "remove_file", "delete")
 
@@ -117,34 +117,36 @@ def skill_manage(args: dict, ctx: ToolContext) -> dict:
     return {"ok": True, "message": done, "path": str(path)}
 
 
-register(ToolSpec(
-    "skills_list", "List the skills: name, category, description.",
-    {"type": "object", "properties": {"category": {"type": "string", "description": "Only this category."}}},
-    skills_list, "skills"))
+def register(ctx: Any) -> None:
+    """The plugin entry point (pyproject.toml, group hermes_agent.plugins)."""
+    ctx.register_tool(ToolSpec(
+        "skills_list", "List the skills: name, category, description.",
+        {"type": "object", "properties": {"category": {"type": "string", "description": "Only this category."}}},
+        skills_list, "skills"))
 
-register(ToolSpec(
-    "skill_view", "Read a skill: its SKILL.md and list of files, or one of its files.",
-    {"type": "object", "properties": {
-        "name": {"type": "string"},
-        "file_path": {"type": "string", "description": "A file in the skill, e.g. references/api.md."}},
-     "required": ["name"]},
-    skill_view, "skills"))
+    ctx.register_tool(ToolSpec(
+        "skill_view", "Read a skill: its SKILL.md and list of files, or one of its files.",
+        {"type": "object", "properties": {
+            "name": {"type": "string"},
+            "file_path": {"type": "string", "description": "A file in the skill, e.g. references/api.md."}},
+         "required": ["name"]},
+        skill_view, "skills"))
 
-register(ToolSpec(
-    "skill_manage",
-    "Create or change a skill (each change keeps the previous version). create: content is the whole "
-    "SKILL.md (front matter with name and description, then the steps). patch: replace old_string "
-    "(matching once) with new_string in SKILL.md or file_path. edit: content replaces SKILL.md. "
-    "write_file (content: its text)/remove_file: file_path under references/, templates/, scripts/ "
-    "or assets/. "
-    "delete: remove the skill.",
-    {"type": "object", "properties": {
-        "action": {"type": "string", "enum": list(ACTIONS)},
-        "name": {"type": "string", "description": "Lowercase, digits, . _ -; at most 64 chars."},
-        "content": {"type": "string"},
-        "category": {"type": "string", "description": "create: a folder to group it in."},
-        "old_string": {"type": "string"},
-        "new_string": {"type": "string"},
-        "file_path": {"type": "string"}},
-     "required": ["action", "name"]},
-    skill_manage, "skills"))
+    ctx.register_tool(ToolSpec(
+        "skill_manage",
+        "Create or change a skill (each change keeps the previous version). create: content is the whole "
+        "SKILL.md (front matter with name and description, then the steps). patch: replace old_string "
+        "(matching once) with new_string in SKILL.md or file_path. edit: content replaces SKILL.md. "
+        "write_file (content: its text)/remove_file: file_path under references/, templates/, scripts/ "
+        "or assets/. "
+        "delete: remove the skill.",
+        {"type": "object", "properties": {
+            "action": {"type": "string", "enum": list(ACTIONS)},
+            "name": {"type": "string", "description": "Lowercase, digits, . _ -; at most 64 chars."},
+            "content": {"type": "string"},
+            "category": {"type": "string", "description": "create: a folder to group it in."},
+            "old_string": {"type": "string"},
+            "new_string": {"type": "string"},
+            "file_path": {"type": "string"}},
+         "required": ["action", "name"]},
+        skill_manage, "skills"))

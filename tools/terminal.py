@@ -11,9 +11,10 @@ import os
 import re
 import threading
 from pathlib import Path
+from typing import Any
 
 from agent.redact import config_secrets, shell_environment
-from tools.registry import ToolContext, ToolError, ToolSpec, register
+from tools.registry import ToolContext, ToolError, ToolSpec
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 _POLL_SECONDS = 0.1
@@ -241,4 +242,6 @@ def _check() -> str | None:
     return _bash_missing[0]
 
 
-register(ToolSpec("terminal", DESCRIPTION, SCHEMA, terminal, "terminal", _check, mutating=True))
+def register(ctx: Any) -> None:
+    """The plugin entry point (pyproject.toml, group hermes_agent.plugins)."""
+    ctx.register_tool(ToolSpec("terminal", DESCRIPTION, SCHEMA, terminal, "terminal", _check, mutating=True))

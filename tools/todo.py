@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import threading
+from typing import Any
 
-from tools.registry import ToolContext, ToolError, ToolSpec, register
+from tools.registry import ToolContext, ToolError, ToolSpec
 
 STATUSES = ("pending", "in_progress", "completed", "cancelled")
 
@@ -89,25 +90,27 @@ def todo(args: dict, ctx: ToolContext) -> str:
         return _render([dict(i) for i in current])
 
 
-register(ToolSpec(
-    "todo",
-    "Keep a task list for multi-step work. Call with no arguments to read it; pass todos to "
-    "replace it, or todos with merge=true to update items by id. Keep one item in_progress.",
-    {"type": "object", "properties": {
-        "todos": {
-            "type": "array",
-            "description": "Items {id, content, status}; status is pending|in_progress|completed|cancelled.",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string"},
-                    "content": {"type": "string"},
-                    "status": {"type": "string", "enum": list(STATUSES)},
+def register(ctx: Any) -> None:
+    """The plugin entry point (pyproject.toml, group hermes_agent.plugins)."""
+    ctx.register_tool(ToolSpec(
+        "todo",
+        "Keep a task list for multi-step work. Call with no arguments to read it; pass todos to "
+        "replace it, or todos with merge=true to update items by id. Keep one item in_progress.",
+        {"type": "object", "properties": {
+            "todos": {
+                "type": "array",
+                "description": "Items {id, content, status}; status is pending|in_progress|completed|cancelled.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "content": {"type": "string"},
+                        "status": {"type": "string", "enum": list(STATUSES)},
+                    },
+                    "required": ["id"],
                 },
-                "required": ["id"],
             },
-        },
-        "merge": {"type": "boolean", "description": "Update items by id instead of replacing the list."},
-    }},
-    todo, "todo",
-))
+            "merge": {"type": "boolean", "description": "Update items by id instead of replacing the list."},
+        }},
+        todo, "todo",
+    ))

@@ -56,8 +56,8 @@ def site(tmp_path_factory) -> Path:
     (pkg / "pyproject.toml").write_text(PYPROJECT)
     (pkg / "hermes_shout" / "__init__.py").write_text(PLUGIN)
     target = root / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                    "--no-build-isolation", "--target", str(target), str(pkg)],
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                    str(target), str(pkg)],
                    check=True, capture_output=True, text=True)
     assert list(target.glob("hermes_plugin_shout-0.3.0.dist-info"))
     return target
