@@ -19,17 +19,17 @@ from typing import Any, Callable, Optional
 
 from agent import plugin_hooks, results
 from agent.agent_kwargs import check_kwargs, honoured
-from agent.config import (HermesConfig, hermes_home, load_config, load_env_file, load_plugins,
+from hermes_core.config import (HermesConfig, hermes_home, load_config, load_env_file, load_plugins,
                           resolve_provider)
 from agent.conversation_compression import compress_context, compression_skipped_due_to_lock
 from agent.conversation_loop import Interrupted, run_loop
-from agent.messages import content_text, find_tool_pair_violations, sanitize_tool_pairs
+from hermes_core.messages import content_text, find_tool_pair_violations, sanitize_tool_pairs
 from agent.persistence import HistoryLoadError, SessionRecorder, StoreError
-from agent.redact import config_secrets, redact, secret_values
+from hermes_core.redact import config_secrets, redact, secret_values
 from agent.providers.client_pool import pool_for
 from agent.providers.openai_compat import ModelReply, abort_connections, make_openai_client, request_chat
-from agent.retry import jittered_backoff
-from agent.tokens import estimate_messages_tokens_rough
+from hermes_core.retry import jittered_backoff
+from hermes_core.tokens import estimate_messages_tokens_rough
 from agent.turn_context import TurnState, build_turn, preflight_compress
 from tools.registry import check_toolset_requirements, get_tool_definitions
 from tools.registry import generation as tools_generation
@@ -307,7 +307,7 @@ class AIAgent:
 
     def _fit_tools_to(self, system_prompt: str) -> None:
         """A stored prompt (resumed session): offer the tools that fit beside it, as when it was built."""
-        from agent.tokens import estimate_text_tokens
+        from hermes_core.tokens import estimate_text_tokens
         from agent.tool_selection import fit_tools
         from tools.registry import get_toolset
 
@@ -474,7 +474,7 @@ class AIAgent:
         built, old = self._prompt, self._cached_system_prompt
         if built is None or self.skip_memory or not old or not system_prompt.startswith(old):
             return system_prompt
-        from agent.memory_store import snapshot
+        from tools.memory.store import snapshot
 
         fresh = built.replace("memory", snapshot(hermes_home(), self.config)[0])
         if fresh.text == old:

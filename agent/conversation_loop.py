@@ -13,7 +13,7 @@ from agent import results
 from agent.conversation_compression import compression_skipped_due_to_lock, made_progress
 from agent.error_classifier import ClassifiedError, ErrorKind, classify_error
 from agent.providers.openai_compat import ModelReply, StreamInterrupted
-from agent.tokens import estimate_messages_tokens_rough, estimate_request_tokens_rough, estimate_tools_tokens
+from hermes_core.tokens import estimate_messages_tokens_rough, estimate_request_tokens_rough, estimate_tools_tokens
 from agent.turn_context import TurnState
 
 log = logging.getLogger(__name__)

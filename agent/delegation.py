@@ -135,7 +135,7 @@ def child_provider(parent: Any, cfg: Any) -> dict[str, Any]:
 
 def last_text(messages: Optional[list[dict]]) -> str:
     """The last thing an assistant said in ``messages`` (what a stopped child had produced)."""
-    from agent.messages import content_text
+    from hermes_core.messages import content_text
 
     for m in reversed(messages or []):
         if m.get("role") == "assistant":
@@ -248,14 +248,14 @@ class _Notifier:
     """The parent's status callback, one line at a time, secrets masked (children call it too)."""
 
     def __init__(self, parent: Any) -> None:
-        from agent.redact import secret_values
+        from hermes_core.redact import secret_values
 
         self._callback = parent.status_callback
         self._secrets = secret_values([parent.api_key, parent.config.delegation.api_key])
         self._lock = threading.Lock()
 
     def __call__(self, kind: str, message: str) -> None:
-        from agent.redact import redact
+        from hermes_core.redact import redact
 
         message = redact(message, self._secrets)
         with self._lock:

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from agent import context_files, memory_store
-from agent.tokens import estimate_text_tokens, schema_tokens
+from agent import context_files
+from tools.memory import store as memory_store
+from hermes_core.tokens import estimate_text_tokens, schema_tokens
 from agent.tool_selection import fit_tools, omitted_note, tool_name
 
 DEFAULT_IDENTITY = (
@@ -69,7 +70,7 @@ def join_parts(parts: list[PromptPart]) -> str:
 
 def skills_index(home: Path, config: Any = None) -> Optional[str]:
     """The skills part: names and one-line descriptions by category within ``skills.index_budget``."""
-    from agent.skills.index import prompt_part
+    from tools.skills.index import prompt_part
 
     return prompt_part(home, config) or None
 

@@ -25,7 +25,7 @@ def jobs_api(scheduler: Any) -> Callable[[Any], None]:
         db, cfg = scheduler.db, scheduler.cfg
 
         async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-            from agent.config import ConfigError
+            from hermes_core.config import ConfigError
 
             try:
                 return await asyncio.to_thread(fn, *args, **kwargs)

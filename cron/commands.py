@@ -56,7 +56,7 @@ def handle(db: Any, arg: str, *, cfg: Any, origin: Optional[dict[str, Any]] = No
 def chat_command(db: Any, arg: str, origin: Optional[dict[str, Any]]) -> str:
     """``/cron`` in a chat: jobs made here come back here; ``run`` goes to the gateway's scheduler
     and answers at once (the result is delivered like a scheduled run)."""
-    from agent.config import load_config
+    from hermes_core.config import load_config
     from cron.scheduler import active, background
 
     sched = active()

@@ -35,7 +35,7 @@ class AmbiguousJob(JobError):
 def _clean_prompt(prompt: Any) -> str:
     """A prompt runs unattended, again and again: one that looks like prompt injection or secret
     exfiltration (``agent.injection``, as for memory) is refused, not stored."""
-    from agent.injection import scan
+    from hermes_core.injection import scan
 
     if not isinstance(prompt, str) or not prompt.strip():
         raise JobError("the prompt is empty: say what the job should do")
@@ -82,7 +82,7 @@ def _clean_skills(skills: Any) -> list[str]:
         skills = [s for s in re.split(r"[,\s]+", skills) if s]
     if not isinstance(skills, (list, tuple)):
         raise JobError("skills must be a list of skill names")
-    from agent.skills.format import name_problem
+    from tools.skills.format import name_problem
 
     out: list[str] = []
     for s in skills:
@@ -130,7 +130,7 @@ def zone_name(cfg: Any) -> str:
     """The configured ``timezone`` (ConfigError when unknown), else the system's zone."""
     from cron.schedule import local_timezone_name
 
-    from agent.config import ConfigError
+    from hermes_core.config import ConfigError
 
     name = getattr(cfg, "timezone", None) or local_timezone_name()
     try:

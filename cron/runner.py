@@ -47,8 +47,8 @@ def build_prompt(job: dict[str, Any], home: Path, cfg: Any = None) -> str:
     that is not installed raises ``LookupError``."""
     parts = [run_note(job)]
     if job.get("skills"):
-        from agent.skills import invoke, loader
-        from agent.skills.bundled import catalog
+        from tools.skills import invoke, loader
+        from tools.skills.bundled import catalog
 
         skills = catalog(home, cfg)
         for name in job["skills"]:
@@ -65,7 +65,7 @@ def build_prompt(job: dict[str, Any], home: Path, cfg: Any = None) -> str:
 
 def make_agent(run: dict[str, Any], cfg: Any, db: Any) -> Any:
     """A fresh agent for one run, in the run's pre-chosen session."""
-    from agent.config import resolve_provider
+    from hermes_core.config import resolve_provider
     from run_agent import AIAgent
     from tools.registry import toolset_names
 
@@ -161,7 +161,7 @@ def execute(run: dict[str, Any], *, db: Any, cfg: Any, sender: delivery.Sender, 
         log.exception("cron run %s of job %s crashed", run.get("run_id"), run.get("id"))
         outcome = RunOutcome("failed", error=f"{type(exc).__name__}: {exc}")
     if outcome.error:
-        from agent.redact import redact, secret_values
+        from hermes_core.redact import redact, secret_values
 
         outcome.error = redact(outcome.error, secret_values())
     path = output_path(home, run)

@@ -100,7 +100,7 @@ class Scheduler:
 
     def __init__(self, db: Any, cfg: Any, *, sender: Optional[delivery.Sender] = None,
                  home: Optional[Path] = None, max_parallel: Optional[int] = None) -> None:
-        from agent.config import hermes_home
+        from hermes_core.config import hermes_home
 
         self.db = db
         self.cfg = cfg

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
-from agent.config import hermes_home
+from hermes_core.config import hermes_home
 
 CODE_TTL_SECONDS = 3600
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O/1/I: codes are read aloud and retyped

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from agent.config import ConfigError, hermes_home, load_config, load_env_file
-from agent.home import create_private_file, ensure_home, ensure_private_dir, write_env_var
+from hermes_core.config import ConfigError, hermes_home, load_config, load_env_file
+from hermes_core.home import create_private_file, ensure_home, ensure_private_dir, write_env_var
 
 log = logging.getLogger("gateway")
 PRESTART_THREADS = 128  # turn threads started at warm-up; more start (off the event loop) as needed
@@ -267,7 +267,7 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
         loop.add_signal_handler(sig, stop.set)
     platforms = [a.name for a in adapters] + (["api_server"] if api else [])
     started = time.time()
-    from agent.mcp.manager import shutdown_servers, start_servers
+    from tools.mcp.manager import shutdown_servers, start_servers
     from cron.api import jobs_api
     from cron.delivery import adapter_sender, bot_api_sender
     from cron.scheduler import Scheduler

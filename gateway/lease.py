@@ -55,7 +55,7 @@ def lease_wait(gateway_cfg: dict[str, Any]) -> float:
     except (TypeError, ValueError):
         value = -1.0
     if value < 0:
-        from agent.config import ConfigError
+        from hermes_core.config import ConfigError
 
         raise ConfigError(f"gateway.turn_lease_wait must be a number of seconds >= 0, not {raw!r}")
     return value

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from agent.config import ConfigError, hermes_home
+from hermes_core.config import ConfigError, hermes_home
 
 DISABLED_BY_DEFAULT = ("terminal",)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Optional
 
-from agent.config import HermesConfig, ProviderSettings, resolve_provider
+from hermes_core.config import HermesConfig, ProviderSettings, resolve_provider
 
 
 class CommandError(Exception):

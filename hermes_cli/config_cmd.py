@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from agent.config import (ConfigError, config_path, env_path,
+from hermes_core.config import (ConfigError, config_path, env_path,
                           parse_config, read_raw_config)
-from agent.home import ensure_home, write_env_var  # noqa: F401 - write_env_var is re-exported
+from hermes_core.home import ensure_home, write_env_var  # noqa: F401 - write_env_var is re-exported
 
 # Dotted keys that hold secrets -> the environment variable the runtime reads them from.
 SECRET_KEYS = {

@@ -9,7 +9,7 @@ import os
 import stat
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, TextIO
+from typing import Any, Optional, TextIO
 
 OK, FAIL, SKIP = "✓", "✗", "–"
 
@@ -25,7 +25,7 @@ class Check:
 
 
 def check_config() -> tuple[Check, Any]:
-    from agent.config import ConfigError, config_path, load_config
+    from hermes_core.config import ConfigError, config_path, load_config
 
     p = config_path()
     try:
@@ -37,7 +37,7 @@ def check_config() -> tuple[Check, Any]:
 
 
 def check_env_file() -> Optional[Check]:
-    from agent.config import env_path
+    from hermes_core.config import env_path
 
     p = env_path()
     if not p.is_file():
@@ -50,8 +50,8 @@ def check_env_file() -> Optional[Check]:
 
 def check_permissions() -> Check:
     """HERMES_HOME 0700; the session store (and WAL/SHM) and logs 0600 (.env has its own check)."""
-    from agent.config import env_path, hermes_home
-    from agent.home import loose_permissions
+    from hermes_core.config import env_path, hermes_home
+    from hermes_core.home import loose_permissions
 
     loose = [item for item in loose_permissions() if item[0] != env_path()]
     if not loose:
@@ -91,7 +91,7 @@ def probe_models(base_url: str, api_key: Optional[str], timeout: float) -> tuple
 
 
 def check_provider(cfg: Any) -> tuple[Check, Any]:
-    from agent.config import resolve_provider
+    from hermes_core.config import resolve_provider
 
     try:
         ps = resolve_provider(cfg)
@@ -158,8 +158,8 @@ def check_local(ps: Any) -> Check:
 
 def check_skills(cfg: Any) -> Check:
     """Skills that do not load are named with the reason; the others still work."""
-    from agent.config import hermes_home
-    from agent.skills import loader
+    from hermes_core.config import hermes_home
+    from tools.skills import loader
 
     try:
         cat = loader.load(hermes_home(), cfg)
@@ -178,7 +178,7 @@ def check_skills(cfg: Any) -> Check:
 
 def check_plugins(cfg: Any) -> Check:
     """A plugin that fails to load is named with its error; the others still load."""
-    from agent.config import load_plugins
+    from hermes_core.config import load_plugins
 
     infos = load_plugins(cfg) if cfg is not None else []
     loaded = sum(1 for i in infos if i.loaded)

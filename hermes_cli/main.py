@@ -110,7 +110,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _load_config() -> Any:
-    from agent.config import load_config, load_env_file
+    from hermes_core.config import load_config, load_env_file
 
     load_env_file()
     return load_config()
@@ -120,7 +120,7 @@ def dispatch(args: argparse.Namespace) -> int:
     cmd = args.command
     func = getattr(args, "func", None)
     if func is not None:  # commands bound with set_defaults(func=...)
-        from agent.config import load_env_file
+        from hermes_core.config import load_env_file
 
         load_env_file()
         return func(args)
@@ -137,19 +137,19 @@ def dispatch(args: argparse.Namespace) -> int:
 
         return skills_cmd.run(args)
     if cmd == "cron":
-        from agent.config import load_env_file
+        from hermes_core.config import load_env_file
         from hermes_cli import cron_cmd
 
         load_env_file()
         return cron_cmd.run(args)
     if cmd == "store":
-        from agent.config import load_env_file
+        from hermes_core.config import load_env_file
         from hermes_cli import store_cmd
 
         load_env_file()
         return store_cmd.run(args)
     if cmd == "config":
-        from agent.config import load_env_file
+        from hermes_core.config import load_env_file
         from hermes_cli import config_cmd
 
         load_env_file()
@@ -159,13 +159,13 @@ def dispatch(args: argparse.Namespace) -> int:
 
         return setup.run(args)
     if cmd == "mcp":
-        from agent.config import load_env_file
+        from hermes_core.config import load_env_file
         from hermes_cli import mcp_cmd
 
         load_env_file()
         return mcp_cmd.run(args)
     if cmd == "doctor":
-        from agent.config import load_env_file
+        from hermes_core.config import load_env_file
         from hermes_cli import doctor
 
         load_env_file()
@@ -224,7 +224,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             import traceback
 
             traceback.print_exc()
-        from agent.config import ConfigError
+        from hermes_core.config import ConfigError
         from tools.registry import UnknownToolsetError
 
         if isinstance(exc, (ConfigError, UnknownToolsetError)):

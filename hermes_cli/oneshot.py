@@ -94,7 +94,7 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
     from hermes_cli.agent_factory import build_agent, local_notice, provider_settings, resolve_session_arg, open_db
 
     notes = QuietNotes() if quiet else None
-    from agent.mcp.manager import shutdown_servers, start_servers
+    from tools.mcp.manager import shutdown_servers, start_servers
 
     notice = local_notice(provider_settings(args, cfg))
     if notice and notes is not None:
@@ -183,8 +183,8 @@ def _with_skill(message: str, cfg: Any, quiet: bool) -> str:
     """`/<skill> [text]`: the message with the skill attached (any other text is sent as typed)."""
     if not message.lstrip().startswith("/"):
         return message
-    from agent.config import hermes_home
-    from agent.skills import invoke
+    from hermes_core.config import hermes_home
+    from tools.skills import invoke
 
     hit = invoke.expand(message, hermes_home(), cfg)
     if hit is None:
@@ -196,7 +196,7 @@ def _with_skill(message: str, cfg: Any, quiet: bool) -> str:
 
 def _finish_review(agent: Any, res: Optional[dict], quiet: bool, timeout: float = 120.0) -> None:
     """The answer is out; a due skill review runs now, before the process exits (stderr only)."""
-    from agent.skills import review
+    from agent import skill_review as review
 
     started = review.after_turn(agent, res)
     if started is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Optional
 
-from agent.config import OPENROUTER_BASE_URL, ConfigError, config_path, parse_config, read_raw_config
+from hermes_core.config import OPENROUTER_BASE_URL, ConfigError, config_path, parse_config, read_raw_config
 from hermes_cli.config_cmd import mask, write_config, write_env_var
 
 _ALIASES = {

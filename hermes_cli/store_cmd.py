@@ -38,7 +38,7 @@ def run(args: Any) -> int:
 
 
 def _migrate(args: Any) -> int:
-    from agent.config import hermes_home
+    from hermes_core.config import hermes_home
     from hermes_state import redact_url
     from hermes_state.common import is_postgres_url
     from hermes_state.transfer import TransferError, copy_store

@@ -191,7 +191,7 @@ def configured_url() -> Optional[str]:
     env = os.environ.get("HERMES_DATABASE_URL", "").strip()
     if env:
         return env
-    from agent.config import ConfigError, read_raw_config
+    from hermes_core.config import ConfigError, read_raw_config
     try:
         store = read_raw_config().get("store")
     except ConfigError:
@@ -202,7 +202,7 @@ def configured_url() -> Optional[str]:
 
 def configured_pool_size(default: int = 10) -> int:
     """``store.pool_size`` of config.yaml (PostgreSQL connections per process)."""
-    from agent.config import ConfigError, read_raw_config
+    from hermes_core.config import ConfigError, read_raw_config
     try:
         store = read_raw_config().get("store")
         return max(1, int(store.get("pool_size", default))) if isinstance(store, dict) else default

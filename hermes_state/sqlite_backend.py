@@ -40,7 +40,7 @@ class SQLiteBackend:
     expected_version = len(MIGRATIONS)
 
     def __init__(self, db_path: str | Path) -> None:
-        from agent.home import create_private_file, ensure_private_dir, tighten_store
+        from hermes_core.home import create_private_file, ensure_private_dir, tighten_store
         self.db_path = Path(db_path).expanduser()
         self.label = str(self.db_path)
         self._lock = threading.RLock()

@@ -34,7 +34,7 @@ def open_backend(db_path: Optional[str | os.PathLike[str]] = None,
                                  f"not {url.split('://', 1)[0]!r}; unset it to use SQLite")
         from .postgres_backend import PostgresBackend
         return PostgresBackend(url)
-    from agent.home import ensure_home
+    from hermes_core.home import ensure_home
 
     from .sqlite_backend import SQLiteBackend
     return SQLiteBackend(ensure_home() / "state.db" if db_path is None else db_path)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent import memory_format as fmt
-from agent.injection import scan, scan_lines
+from tools.memory import format as fmt
+from hermes_core.injection import scan, scan_lines
 
 # A MEMORY.md as Hermes Agent writes it: entries joined by "\n§\n".
 HERMES_FILE = ("User's project is a Django app in ~/code/shop; tests run with `make test`.\n§\n"

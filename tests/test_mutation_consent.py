@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agent.config import HermesConfig
+from hermes_core.config import HermesConfig
 from hermes_cli.agent_factory import mutation_policy
 from run_agent import AIAgent
 from tests.fake_provider import text, tool_calls

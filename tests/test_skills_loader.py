@@ -8,8 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from agent.config import HermesConfig
-from agent.skills import bundled, index, loader
+from hermes_core.config import HermesConfig
+from tools.skills import bundled, index, loader
 
 
 def write_skill(root: Path, rel: str, front: str, body: str = "Steps.\n", files: dict | None = None) -> Path:

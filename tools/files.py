@@ -58,7 +58,7 @@ def _head(full: Path) -> bytes:
 
 def protected_reason(full: Path, content: str | None = None) -> str | None:
     """Why `full` (resolved) or the text about to be written into it holds secrets, or None."""
-    from agent.config import hermes_home
+    from hermes_core.config import hermes_home
 
     reason = secret_reason(full, Path.home().resolve(), hermes_home().resolve())
     if reason is None and full.is_file() and is_private_key(_head(full)):

@@ -158,7 +158,7 @@ def _ensure_builtins() -> None:
 
 
 def _load_plugins_with_config(loader: Any) -> None:
-    from agent.config import ConfigError, hermes_home, load_config
+    from hermes_core.config import ConfigError, hermes_home, load_config
 
     try:
         cfg = load_config()

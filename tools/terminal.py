@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from agent.redact import config_secrets, shell_environment
+from hermes_core.redact import config_secrets, shell_environment
 from tools.registry import ToolContext, ToolError, ToolSpec
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")

@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 
 import pytest
 
-from agent.config import HermesConfig
+from hermes_core.config import HermesConfig
 from tests.gateway.fake_telegram import FakeTelegram
 
 

@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from agent.config import ConfigError, parse_config
+from hermes_core.config import ConfigError, parse_config
 from gateway.runner import GatewayRunner, default_agent_factory
 from gateway.tool_policy import gateway_toolsets
 from hermes_state import SessionDB

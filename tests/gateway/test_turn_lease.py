@@ -109,7 +109,7 @@ def test_the_lease_is_free_again_when_the_turn_ends(make_gateway, provider_env, 
 
 
 def test_sqlite_takes_no_lease_and_bad_wait_settings_are_refused():
-    from agent.config import ConfigError
+    from hermes_core.config import ConfigError
     from hermes_state import SessionDB
 
     db = SessionDB()

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from agent.config import HermesConfig
+from hermes_core.config import HermesConfig
 from hermes_state import SessionDB
 from tests.fake_provider import text, tool_calls
 from tools.registry import ToolContext, ToolError, dispatch, get_tool_definitions

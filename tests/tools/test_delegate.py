@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from agent.config import DelegationConfig, parse_config
+from hermes_core.config import DelegationConfig, parse_config
 from agent.delegation import (COMPLETED, FAILED, INTERRUPTED, TIMEOUT, ChildResult, DelegationError,
                               Task, child_provider, child_system_prompt, child_toolsets, last_text,
                               outcome, toolsets_of)
@@ -150,7 +150,7 @@ def test_delegation_config_defaults_and_validation():
     assert (cfg.max_concurrent_children, cfg.max_iterations, cfg.max_depth) == (3, 50, 1)
     assert parse_config({"delegation": {"max_concurrent_children": 5, "future_key": 1}}).delegation \
         .max_concurrent_children == 5
-    from agent.config import ConfigError
+    from hermes_core.config import ConfigError
 
     with pytest.raises(ConfigError, match="delegation.max_concurrent_children"):
         parse_config({"delegation": {"max_concurrent_children": 0}})

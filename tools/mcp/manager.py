@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
-from agent.mcp.config import ServerConfig, display_url, parse_servers
-from agent.mcp.connection import CallFailed, Connection, Unavailable, describe
-from agent.mcp.tools import plan_tools, register_server_tools, toolset_name
-from agent.redact import redact
+from tools.mcp.config import ServerConfig, display_url, parse_servers
+from tools.mcp.connection import CallFailed, Connection, Unavailable, describe
+from tools.mcp.tools import plan_tools, register_server_tools, toolset_name
+from hermes_core.redact import redact
 from tools import registry
 from tools.registry import ToolContext, ToolError
 
@@ -258,7 +258,7 @@ def _route_sdk_logs(log_dir: Path) -> None:
             continue
         logger.propagate = False
         try:
-            from agent.home import create_private_file, ensure_private_dir
+            from hermes_core.home import create_private_file, ensure_private_dir
 
             ensure_private_dir(log_dir / "mcp")
             path = create_private_file(log_dir / "mcp" / "sdk.log")
@@ -283,7 +283,7 @@ def start_servers(cfg: Any, *, report: Optional[Reporter] = None,
     with _manager_lock:
         if _manager is not None:
             return _manager
-        from agent.config import hermes_home
+        from hermes_core.config import hermes_home
 
         env = dict(os.environ if environ is None else environ)
         servers, errors = parse_servers(getattr(cfg, "mcp_servers", None), env)

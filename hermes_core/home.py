@@ -13,7 +13,7 @@ import stat
 from pathlib import Path
 from typing import Optional
 
-from agent.config import env_path, hermes_home
+from hermes_core.config import env_path, hermes_home
 
 DIR_MODE, FILE_MODE = 0o700, 0o600
 STORE_SUFFIXES = ("", "-wal", "-shm")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional, Union
 
-from agent.skills import format as fmt
+from tools.skills import format as fmt
 
 BUNDLED_MANIFEST = ".bundled.json"
 MAX_DEPTH = 4  # root/<category>/<sub>/<name>/SKILL.md at most
@@ -167,7 +167,7 @@ def _save_disk_cache(path: Path, paths: list[str]) -> None:
         rows = {p: [*_cache[p][0], None if isinstance(_cache[p][1], str) else _cache[p][1].raw,
                     _cache[p][1] if isinstance(_cache[p][1], str) else None] for p in paths if p in _cache}
     try:
-        from agent.skills.store import atomic_write
+        from tools.skills.store import atomic_write
 
         atomic_write(path, json.dumps(rows, default=str).encode("utf-8"))
     except OSError:

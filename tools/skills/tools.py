@@ -8,18 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.config import hermes_home
-from agent.skills import format as fmt
-from agent.skills import loader, similar
-from agent.skills.review import REVIEW_PLATFORM
-from agent.skills.store import SkillStore, SkillStoreError, support_path
+from hermes_core.config import hermes_home
+from tools.skills import format as fmt
+from tools.skills import loader, similar
+from agent.skill_review import REVIEW_PLATFORM
+from tools.skills.store import SkillStore, SkillStoreError, support_path
 from tools.registry import ToolContext, ToolError, ToolSpec
 
 ACTIONS = ("create", "patch", "edit", "write_file", "remove_file", "delete")
 
 
 def _catalog(ctx: ToolContext) -> loader.Catalog:
-    from agent.skills.bundled import catalog
+    from tools.skills.bundled import catalog
 
     return catalog(hermes_home(), ctx.config)
 

@@ -1,4 +1,4 @@
-"""The starter skills shipped with Hermes (package data in ``agent/skills/bundled/``), copied into
+"""The starter skills shipped with Hermes (package data in ``tools/skills/bundled/``), copied into
 HERMES_HOME/skills on first use and recorded in ``skills/.bundled.json``.
 
 The record keeps each installed copy's hash, so a newer Hermes updates a starter skill only while
@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
-from agent.skills import loader
+from tools.skills import loader
 
 log = logging.getLogger("hermes.skills")
 
@@ -74,7 +74,7 @@ def catalog(home: Path, config: Any = None) -> loader.Catalog:
 
 
 def _install(root: Path) -> list[str]:
-    from agent.skills.store import atomic_write, copy_into, land, locked, remove_folder
+    from tools.skills.store import atomic_write, copy_into, land, locked, remove_folder
 
     written = []
     with locked(root):

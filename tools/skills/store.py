@@ -14,10 +14,10 @@ import time
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, ContextManager, Optional
 
-from agent.dir_lock import dir_lock
-from agent.skills import format as fmt
-from agent.skills import history, loader, similar
-from agent.skills.loader import Skill
+from hermes_core.locks import dir_lock
+from tools.skills import format as fmt
+from tools.skills import history, loader, similar
+from tools.skills.loader import Skill
 
 LOCK_TIMEOUT = 10.0
 TMP_DIR = ".tmp"

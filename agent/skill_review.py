@@ -16,7 +16,7 @@ import time
 import weakref
 from typing import Any, Callable, Optional
 
-from agent.skills import activity
+from tools.skills import activity
 
 log = logging.getLogger("hermes.skills")
 

@@ -128,7 +128,7 @@ def plan_tools(server: str, tools: list[dict], include: tuple[str, ...], exclude
     """Which of a server's listed tools (`{name, description, inputSchema}` dicts) to register, under
     which name: [(registry name, tool with its checked schema)], and one line per tool left out.
     `taken(name)` says a registry name already belongs to someone else."""
-    from agent.mcp.config import tool_selected
+    from tools.mcp.config import tool_selected
 
     chosen: list[tuple[str, dict]] = []
     problems: list[str] = []

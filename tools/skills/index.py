@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from agent.skills import format as fmt
-from agent.tokens import estimate_text_tokens
+from tools.skills import format as fmt
+from hermes_core.tokens import estimate_text_tokens
 
 DEFAULT_BUDGET = 1000
 UNCATEGORISED = "other"
@@ -81,7 +81,7 @@ def _names_only(groups: list[tuple[str, list[tuple[str, str]]]], budget: int) ->
 
 def prompt_part(home: Path, config: Any = None) -> str:
     """The index of the skills this agent can use (the starter skills installed on first use)."""
-    from agent.skills import bundled
+    from tools.skills import bundled
 
     catalog = bundled.catalog(home, config)
     budget = getattr(getattr(config, "skills", None), "index_budget", DEFAULT_BUDGET)

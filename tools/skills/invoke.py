@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
-from agent.skills import loader
+from tools.skills import loader
 
 _INVOCATION = re.compile(r"^\s*/([A-Za-z0-9][A-Za-z0-9._-]*)(?:@\S+)?(?:[ \t]+|\n|$)(.*)\Z", re.S)
 
@@ -43,7 +43,7 @@ def expand(text: str, home: Path, config: Any = None) -> Optional[tuple[loader.S
     parts = split(text)
     if parts is None:
         return None
-    from agent.skills.bundled import catalog
+    from tools.skills.bundled import catalog
 
     skill = find(catalog(home, config), parts[0])
     if skill is None:

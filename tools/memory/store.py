@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 from typing import Any, ContextManager, Optional
 
-from agent import memory_format as fmt
-from agent.dir_lock import dir_lock
+from tools.memory import format as fmt
+from hermes_core.locks import dir_lock
 
 FILES = {"memory": "MEMORY.md", "user": "USER.md"}
 DEFAULT_LIMITS = {"memory": 2200, "user": 1375}

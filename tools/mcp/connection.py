@@ -20,8 +20,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Mapping, Optional
 
-from agent.mcp.config import ServerConfig, child_env, display_url
-from agent.retry import jittered_backoff
+from tools.mcp.config import ServerConfig, child_env, display_url
+from hermes_core.retry import jittered_backoff
 
 LAUNCHER = str(Path(__file__).with_name("launcher.py"))
 MAX_TOOL_PAGES = 100
@@ -247,7 +247,7 @@ class Connection:
 
             env = child_env(cfg, self._environ)
             exe = resolve_command(cfg.command or "", env.get("PATH"), cfg.cwd)
-            from agent.home import create_private_file, ensure_private_dir
+            from hermes_core.home import create_private_file, ensure_private_dir
 
             ensure_private_dir(self._log_path.parent)  # logs are private like the rest of HERMES_HOME
             create_private_file(self._log_path)

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Optional
 
-from agent.redact import MIN_SECRET_LEN
+from hermes_core.redact import MIN_SECRET_LEN
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 DEFAULT_TIMEOUT = 120.0

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from agent.messages import content_text
+from hermes_core.messages import content_text
 
 ACTION_WORDS = {"create": "created", "patch": "patched", "edit": "rewrote", "write_file": "added a file to",
                 "remove_file": "removed a file from", "delete": "deleted"}

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent import memory_format as fmt
-from agent import memory_store as store
-from agent.config import hermes_home
+from tools.memory import format as fmt
+from tools.memory import store as store
+from hermes_core.config import hermes_home
 from tools.registry import ToolContext, ToolError, ToolSpec
 
 MAX_FAILURES_PER_TURN = 3
