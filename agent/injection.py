@@ -2,13 +2,16 @@
 
 Used on memory writes (refused), on the memory snapshot (masked) and on context files (offending
 lines held back). It looks for instructions to ignore the rules, hidden Unicode, secrets being sent
-somewhere, and credentials themselves. Deliberately narrow: a false alarm on a project's
+somewhere, and credentials themselves, after folding look-alike letters (``agent.confusables``:
+NFKC plus Cyrillic and Greek letters drawn like Latin ones). Deliberately narrow: a false alarm on a project's
 AGENTS.md costs the user a line of their instructions, so ordinary shell and URL mentions pass.
 """
 from __future__ import annotations
 
 import re
 from typing import Optional
+
+from agent.confusables import fold
 
 _OVERRIDE = re.compile(
     r"\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}?\b(previous|prior|above|earlier|all|any|"
@@ -48,6 +51,7 @@ def scan(text: str, strict: bool = False) -> Optional[str]:
     body = text[1:] if text.startswith("\ufeff") else text  # a leading BOM is an editor's, not a trick
     if _HIDDEN.search(body):
         return "invisible Unicode characters"
+    body = fold(body)  # look-alike letters from other scripts match as the Latin ones they mimic
     if _CREDENTIAL.search(body):
         return "a credential (API key or private key)"
     if _OVERRIDE.search(body):
