@@ -47,11 +47,30 @@ def secret_values(extra: Iterable[Optional[str]] = ()) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
+# Secrets recognised by their shape wherever they appear, known to us or not: the password of a
+# URL (``scheme://user:password@host``) and the body of a PEM private key block (one cut short at
+# the end of the text too).
+_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:'\"<>]*:)([^\s/@'\"<>]+)@")
+_PEM_BLOCK = re.compile(r"(-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY(?: BLOCK)?-----)(.*?)"
+                        r"(-----END \2PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S)
+
+
+def redact_shapes(text: str) -> str:
+    """``text`` with URL passwords and private key blocks masked (the rest kept, so a masked
+    ``postgresql://hermes:***@db/hermes`` still says where it points)."""
+    if "://" in text:
+        text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{MASK}@", text)
+    if "-----BEGIN" in text:
+        text = _PEM_BLOCK.sub(lambda m: f"{m.group(1)}\n{MASK}\n{m.group(4)}", text)
+    return text
+
+
 def redact(text: str, secrets: Iterable[str]) -> str:
+    """Known secret values, then secrets recognised by their shape (``redact_shapes``)."""
     for value in secrets:
         if value in text:
             text = text.replace(value, MASK)
-    return text
+    return redact_shapes(text)
 
 
 def is_shell_secret(name: str) -> bool:

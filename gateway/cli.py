@@ -97,14 +97,15 @@ class _Redact(logging.Filter):
         self.secrets = [s for s in secrets_ if s and len(s) >= 6]
 
     def redact(self, text: str) -> str:
-        for s in self.secrets:
-            text = text.replace(s, "***")
-        return text
+        from agent.redact import redact
+
+        return redact(text, self.secrets)  # the values, then URL passwords and key blocks
 
     def filter(self, record: logging.LogRecord) -> bool:
         msg = record.getMessage()
-        if any(s in msg for s in self.secrets):
-            record.msg, record.args = self.redact(msg), None
+        clean = self.redact(msg)
+        if clean != msg:
+            record.msg, record.args = clean, None
         # a traceback is text too: format it here, redacted, so handlers print this instead
         if record.exc_info and not record.exc_text:
             record.exc_text = _TRACEBACKS.formatException(record.exc_info)
