@@ -44,3 +44,30 @@ def test_read_file_of_config_yaml_masks_the_store_password(hermes_home, make_age
         db.close()
     sent = json.dumps(fake_provider.requests)
     assert PASSWORD not in sent and "hermes:***@127.0.0.1:1/hermes" in sent
+
+
+def test_mcp_list_and_test_never_show_values_expanded_from_variables(hermes_home):
+    import sys
+
+    import yaml
+
+    from tests.mcp.conftest import SERVER
+
+    arg_token, url_token = "arg-secret-0f9e8d7c6b", "url-secret-a1b2c3d4e5"
+    (hermes_home / "config.yaml").write_text(yaml.safe_dump({"mcp_servers": {
+        "scripted": {"command": sys.executable, "args": [SERVER, "--name", "${HERMES_TEST_ARG}"],
+                     "connect_timeout": 20},
+        "web": {"url": "http://127.0.0.1:9/${HERMES_TEST_URL}/mcp", "connect_timeout": 5}}}))
+    env = hermes_env(HERMES_TEST_ARG=arg_token, HERMES_TEST_URL=url_token)
+    runs = [run_hermes(*args, env=env, timeout=120) for args in (
+        ("mcp", "list"), ("mcp", "list", "--json"), ("mcp", "test", "scripted"), ("mcp", "test", "web"))]
+    outputs = [r.stdout + r.stderr for r in runs]
+    listed, _, tested, failed = outputs
+    assert "connected" in listed and "--name ***" in listed and "9/***/mcp" in listed
+    rows = {row["name"]: row for row in json.loads(runs[1].stdout)}
+    assert rows["scripted"]["status"] == "connected" and rows["web"]["status"] == "failed"
+    assert "connected" in tested and "--name ***" in tested and "could not connect" in failed
+    logs = "".join(p.read_text(errors="replace") for p in (hermes_home / "logs").glob("*")
+                   if p.is_file()) if (hermes_home / "logs").is_dir() else ""
+    for out in (*outputs, logs):
+        assert arg_token not in out and url_token not in out
