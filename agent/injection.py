@@ -12,6 +12,7 @@ import re
 from typing import Optional
 
 from agent.confusables import fold
+from agent.redact import CREDENTIAL as _CREDENTIAL
 
 _OVERRIDE = re.compile(
     r"\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}?\b(previous|prior|above|earlier|all|any|"
@@ -33,10 +34,6 @@ _SENSITIVE = re.compile(
 _SEND = re.compile(
     r"\b(curl|wget|nc|netcat|scp|rsync|send|post|upload|exfiltrate|forward|transmit|email)\b"
     r"[^\n]{0,120}?(https?://|ftp://|\b\w+@[\w.-]+\.\w+\b|\b\d{1,3}(\.\d{1,3}){3}\b)", re.I)
-_CREDENTIAL = re.compile(
-    r"\b(sk-(proj-|ant-)?[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"
-    r"|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|glpat-[A-Za-z0-9_-]{20})\b"
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----")
 _SSH_ANY = re.compile(r"(~|\$HOME|/home/\w+|/root)/\.ssh\b|\bid_(rsa|ed25519|ecdsa|dsa)\b", re.I)
 
 
