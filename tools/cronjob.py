@@ -83,5 +83,5 @@ register(ToolSpec(
                    "description": "Skill names attached to each run."},
         "workdir": {"type": "string", "description": "Working directory of the runs."},
     }, "required": ["action"]},
-    cronjob, "cronjob",
+    cronjob, "cronjob", mutating=lambda args: args.get("action") != "list",
 ))

@@ -152,4 +152,5 @@ def delegate_task(args: dict, ctx: ToolContext) -> str:
     return format_results(results, cfg.max_answer_chars)
 
 
-register(ToolSpec("delegate_task", DESCRIPTION, SCHEMA, delegate_task, "delegation"))
+register(ToolSpec("delegate_task", DESCRIPTION, SCHEMA, delegate_task, "delegation",
+                  mutating=True))  # children act with the parent's tools

@@ -86,6 +86,14 @@ def memory(args: dict, ctx: ToolContext) -> str:
         raise
 
 
+def changes_memory(args: dict) -> bool:
+    """Any action but ``read`` (alone or in ``operations``) changes the files: consent applies."""
+    ops = args.get("operations")
+    actions = [op.get("action") if isinstance(op, dict) else None for op in ops] \
+        if isinstance(ops, list) and ops else [args.get("action")]
+    return any(a != "read" for a in actions)
+
+
 register(ToolSpec(
     "memory",
     "Durable notes kept across sessions. target memory: your notes (environment, conventions, "
@@ -101,5 +109,5 @@ register(ToolSpec(
                        "description": "Several {target, action, content, old_text} applied all or "
                                       "none; replaces the single-action fields."},
     }},
-    memory, "memory",
+    memory, "memory", mutating=changes_memory,
 ))

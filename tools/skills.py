@@ -147,4 +147,4 @@ register(ToolSpec(
         "new_string": {"type": "string"},
         "file_path": {"type": "string"}},
      "required": ["action", "name"]},
-    skill_manage, "skills"))
+    skill_manage, "skills", mutating=True))
