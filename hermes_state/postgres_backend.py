@@ -21,7 +21,8 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .common import SessionDBError, configured_pool_size, logger, redact_url, scrub, unusable
+from .common import (SessionDBError, clean_params, configured_pool_size, logger, redact_url, scrub,
+                     unusable)
 from .pg_advisory import AdvisoryLocks
 from .postgres_schema import MIGRATIONS, TS_CONFIG, current_version, migrate
 from .tsquery import to_tsquery_text
@@ -80,10 +81,10 @@ class PGTx:
 
     def execute(self, sql: str, params: Iterable[Any] = ()) -> Any:
         self.used = True
-        return self.conn.execute(pg_sql(sql), tuple(params))
+        return self.conn.execute(pg_sql(sql), clean_params(params))
 
     def executemany(self, sql: str, seq: Iterable[Iterable[Any]]) -> Any:
-        rows = [tuple(p) for p in seq]
+        rows = [clean_params(p) for p in seq]
         if not rows:
             return _Empty()
         self.used = True

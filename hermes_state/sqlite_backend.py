@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar
 
-from .common import SessionDBError, logger
+from .common import SessionDBError, clean_params, logger
 from .sqlite_schema import FTS_TRIGGERS, MIGRATIONS
 
 T = TypeVar("T")
@@ -30,6 +30,23 @@ _NAMED_LOCKS_GUARD = threading.Lock()
 def is_busy(exc: BaseException) -> bool:
     msg = str(exc).lower()
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in msg or "busy" in msg)
+
+
+class _Tx:
+    """The connection a write transaction gets: text parameters cleaned like on PostgreSQL
+    (``clean_params``), so both backends store the same thing."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Cursor:
+        return self.conn.execute(sql, clean_params(params))
+
+    def executemany(self, sql: str, seq: Iterable[Iterable[Any]]) -> sqlite3.Cursor:
+        return self.conn.executemany(sql, (clean_params(p) for p in seq))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.conn, name)
 
 
 class SQLiteBackend:
@@ -117,7 +134,7 @@ class SQLiteBackend:
                 try:
                     conn.execute("BEGIN IMMEDIATE")
                     try:
-                        result = fn(conn)
+                        result = fn(_Tx(conn))
                         conn.execute("COMMIT")
                         return result
                     except BaseException:
@@ -132,7 +149,7 @@ class SQLiteBackend:
 
     def read(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
-            cur = self.conn.execute(sql, tuple(params))
+            cur = self.conn.execute(sql, clean_params(params))
             cur.row_factory = sqlite3.Row
             return cur.fetchall()
 
