@@ -140,8 +140,10 @@ class AIAgent:
         self.context_compressor: Any = ContextCompressor.from_config(comp_cfg, window,
                                                                      summarize=self._make_summarizer())
 
+        self.write_fence: Any = None  # set by a surface per turn: what this turn's writes must prove
         self._recorder = SessionRecorder(session_db, session_id or _new_session_id(), platform,
-                                         model=lambda: self.model, warn=lambda m: self._emit_status("warning", m))
+                                         model=lambda: self.model, warn=lambda m: self._emit_status("warning", m),
+                                         fence=lambda: self.write_fence)
         self.messages: list[dict] = []
         self._history_loaded = session_id is None
         self._cached_system_prompt: Optional[str] = None
@@ -191,6 +193,10 @@ class AIAgent:
         if self.provider == "local":
             self._sync_local_window(self.client)
         self._persist_session(state.messages)  # the user's message is on disk before the wire
+        if self.lease_lost:  # another worker holds the session now: nothing goes out
+            from agent.conversation_loop import Interrupted
+
+            raise Interrupted()
         tools = self.tools or None
         if self.provider == "local" and state.extras.get("tool_rounds", 0) >= LOCAL_MAX_TOOL_ROUNDS:
             tools = None  # a tiny local model would call tools forever; after this many rounds it must answer
@@ -374,6 +380,11 @@ class AIAgent:
     @property
     def session_db(self) -> Any:
         return self._recorder.db
+
+    @property
+    def lease_lost(self) -> Optional[str]:
+        """Why this agent's writes were refused (its turn lease was lost), else None."""
+        return self._recorder.fenced
 
     def _load_history(self) -> list[dict]:
         """The agent's own history; on first use of a resumed session, its active rows from the store.

@@ -330,6 +330,7 @@ class GatewayRunner:
         waited, so the caller follows it. A cached agent that missed turns another worker wrote is
         dropped: the next one loads the transcript from the store."""
         st.lease = await self.leases.take(st.sid)
+        st.fence = self.leases.fence(st.sid)
         try:
             current, mark = await asyncio.to_thread(
                 lambda: (self.sessions.lookup(key), self.sessions.mark(st.sid)))
@@ -348,7 +349,7 @@ class GatewayRunner:
 
     async def _give_back_lease(self, st: SessionState, remember: bool = True) -> None:
         """Release the lease, first noting where the store stands (what our cached agent has seen)."""
-        held, st.lease = st.lease, None
+        held, st.lease, st.fence = st.lease, None, None
         if held is None:
             return
         try:
@@ -521,6 +522,7 @@ class GatewayRunner:
                     agent.status_callback = on_status
                     agent.tool_progress_callback = req.tool_callback
                     agent.origin = req.origin  # a cronjob created in this turn is delivered back here
+                    agent.write_fence = st.fence  # writes stop if our turn lease is lost mid-turn
                     if req.stop_requested:  # stopped while the agent was being made
                         return {"interrupted": True, "completed": False, "final_response": None}
                     return agent.run_conversation(req.text, system_message=req.system_message,

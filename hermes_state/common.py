@@ -47,6 +47,11 @@ def clean_params(params: Iterable[Any]) -> tuple[Any, ...]:
                  for p in params)
 
 
+class LeaseLost(RuntimeError):
+    """A fenced write found that this process no longer holds the named lock (its lock
+    connection died and another worker may hold it now): nothing was written."""
+
+
 class CompressionLockLost(RuntimeError):
     """A fenced compaction found the session's compression lock no longer names its holder."""
 

@@ -244,6 +244,10 @@ class PostgresBackend:
         ``pg_advisory``): if the process dies, its connection drops and the lock with it."""
         return self._locks.hold(name, wait)
 
+    def lock_fence(self, name: str) -> Any:
+        """What a fenced write checks: this process still holds the advisory lock ``name``."""
+        return self._locks.fence(name)
+
     # -- full-text search (tsvector) -----------------------------------------------------------
 
     def match_text(self, query: str) -> str:

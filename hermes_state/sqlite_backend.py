@@ -172,6 +172,11 @@ class SQLiteBackend:
 
     # -- named lock ----------------------------------------------------------------------------
 
+    @staticmethod
+    def lock_fence(name: str) -> None:
+        """Nothing to fence: one process uses a SQLite store, so it cannot lose a lock to another."""
+        return None
+
     @contextmanager
     def advisory_lock(self, name: str, wait: Optional[float]) -> Iterator[bool]:
         """A lock of this process only (not reentrant): the SQLite store has one worker."""
