@@ -47,11 +47,13 @@ class SessionRecorder:
     """
 
     def __init__(self, db: Any, session_id: str, source: str, model: Callable[[], str],
-                 warn: Callable[[str], None], fence: Callable[[], Any] = lambda: None) -> None:
+                 warn: Callable[[str], None], fence: Callable[[], Any] = lambda: None,
+                 owner: Callable[[], Optional[str]] = lambda: None) -> None:
         """``fence()``: what this turn's writes must prove (a gateway worker's turn lease,
-        ``SessionDB.lock_fence``), or None."""
+        ``SessionDB.lock_fence``), or None. ``owner()``: whom a session created here belongs to."""
         self._db = None if db is False else db
         self._fence = fence
+        self._owner = owner
         self.fenced: Optional[str] = None  # why writes stopped: the lease was lost mid-turn
         self._db_error: Optional[Exception] = None  # why the default store could not be opened
         if db is False:  # store nothing (the skill review's throwaway agent)
@@ -88,7 +90,8 @@ class SessionRecorder:
 
     def _ensure_row(self, db: Any) -> None:
         if not self.known:
-            db.create_session(self.session_id, source=self.source, model=self._model())
+            db.create_session(self.session_id, source=self.source, model=self._model(),
+                              owner=self._owner())
             self.known = True
 
     def load(self) -> tuple[list[dict], Optional[str]]:

@@ -342,7 +342,9 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
                                                   **roles()}))
     await runner.start()
     if api is not None:
-        await api.add_routes(jobs_api(scheduler)).start()
+        from gateway.tool_policy import run_policy
+
+        await api.add_routes(jobs_api(scheduler, run_policy(cfg))).start()
     address = f"http://{api.host}:{api.port}" if api else None
     cron_task = asyncio.ensure_future(scheduler.serve(stop))
 

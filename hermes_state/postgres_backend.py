@@ -269,7 +269,7 @@ class PostgresBackend:
     FIRST_WINDOW = 2_000  # else row ids per step of the windowed scan, growing 5x per step
 
     def session_hits(self, match: str, want: int, sort: str, child_filter: str,
-                     relevance_pool: int) -> list[dict[str, Any]]:
+                     relevance_pool: int, filter_params: Iterable[Any] = ()) -> list[dict[str, Any]]:
         """The first matching message per session in ``sort`` order, up to ``want`` sessions
         (``relevance``: the best-ranked among the newest ``relevance_pool`` matches).
 
@@ -301,7 +301,7 @@ class PostgresBackend:
             lo, hi = (done + 1, done + step) if sort == "oldest" else (top - done - step + 1,
                                                                      top - done)
             room = relevance_pool - len(pool) if ranked else want + len(seen)
-            for row in self.read(sql, (match, lo, hi, room)):
+            for row in self.read(sql, (match, lo, hi, *filter_params, room)):
                 d = dict(row)
                 if ranked:
                     pool.append(d)

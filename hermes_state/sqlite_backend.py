@@ -221,7 +221,7 @@ class SQLiteBackend:
         return "*" in match and sort != "relevance"
 
     def session_hits(self, match: str, want: int, sort: str, child_filter: str,
-                     relevance_pool: int) -> list[dict[str, Any]]:
+                     relevance_pool: int, filter_params: Iterable[Any] = ()) -> list[dict[str, Any]]:
         """Hits, the first per session in ``sort`` order, up to ``want`` sessions, with snippets.
 
         The index is read in windows of row ids from the newest (or oldest) end, each 5x the
@@ -250,7 +250,7 @@ class SQLiteBackend:
                     lo, hi = done + 1, done + step
                 else:
                     lo, hi = top - done - step + 1, top - done
-                cur = self.conn.execute(sql, (match, lo, hi))  # read lazily: an early stop is cheap
+                cur = self.conn.execute(sql, clean_params((match, lo, hi, *filter_params)))
                 cur.row_factory = sqlite3.Row
                 for row in cur:
                     if ranked:

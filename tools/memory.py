@@ -52,7 +52,7 @@ def _read(home, targets: list[str], budgets: dict[str, int]) -> str:
 def _run(args: dict, ctx: ToolContext) -> str:
     if ctx.platform in ("cron", "subagent"):
         raise ToolError("memory is not available here (cron and subagent runs do not keep memory)")
-    home = hermes_home()
+    home = store.owner_home(hermes_home(), ctx.owner, ctx.config)  # a chat user's own files
     targets = store.enabled_targets(ctx.config)
     budgets = store.limits(ctx.config)
     edits = _edits(args, targets)

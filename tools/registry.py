@@ -61,6 +61,8 @@ class ToolContext:
     # Least privilege, decided where the agent is built (gateway, one-shot, embedded model):
     confine_to: Path | None = None  # file tools refuse paths outside this directory
     mutations: str = "allow"  # mutating tools: "allow", "ask" (approval each call) or "deny"
+    owner: str | None = None  # whose data: None the local owner (all), else "<platform>:<user id>"
+    toolsets: list[str] | None = None  # the toolsets the agent was granted (None: every one)
 
     def __post_init__(self) -> None:
         self.cwd = Path(self.cwd).expanduser()
