@@ -123,7 +123,7 @@ class AIAgent:
         self.confine_to = Path(confine_to).expanduser() if confine_to else None
         self.mutating_tools = mutating_tools or ("ask" if self.provider == "local" else "allow")
         self.origin: Optional[dict] = None  # set by a surface: the chat a turn comes from (cron's "origin")
-        self.owner: Optional[str] = None  # set by a surface: a chat user's "<platform>:<user id>" (their data)
+        self.owner: Optional[str] = None  # set by a surface: a chat user's "<platform>:<user id>"
         self._use_prompt_caching = False
 
         self.enabled_toolsets, self.disabled_toolsets = select_toolsets(
@@ -141,9 +141,10 @@ class AIAgent:
         self.context_compressor: Any = ContextCompressor.from_config(comp_cfg, window,
                                                                      summarize=self._make_summarizer())
 
-        self.write_fence: Any = None  # set by a surface per turn: what this turn's writes must prove
+        self.write_fence: Any = None  # set by a surface per turn: what its writes must prove
         self._recorder = SessionRecorder(session_db, session_id or _new_session_id(), platform,
-                                         model=lambda: self.model, warn=lambda m: self._emit_status("warning", m),
+                                         model=lambda: self.model,
+                                         warn=lambda m: self._emit_status("warning", m),
                                          fence=lambda: self.write_fence, owner=lambda: self.owner)
         self.messages: list[dict] = []
         self._history_loaded = session_id is None

@@ -3,8 +3,9 @@
 Used on memory writes (refused), on the memory snapshot (masked) and on context files (offending
 lines held back). It looks for instructions to ignore the rules, hidden Unicode, secrets being sent
 somewhere, and credentials themselves, after folding look-alike letters (``agent.confusables``:
-NFKC plus Cyrillic and Greek letters drawn like Latin ones). Deliberately narrow: a false alarm on a project's
-AGENTS.md costs the user a line of their instructions, so ordinary shell and URL mentions pass.
+NFKC plus Cyrillic and Greek letters drawn like Latin ones). Deliberately narrow: a false alarm on
+a project's AGENTS.md costs the user a line of their instructions, so ordinary shell and URL
+mentions pass.
 """
 from __future__ import annotations
 

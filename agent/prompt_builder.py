@@ -93,7 +93,8 @@ def _context_part(files: list[context_files.ContextFile]) -> str:
 def build_prompt(home: Path, cwd: Path, *, tools: list[dict], toolset_of: Callable[[str], Optional[str]],
                  window: Optional[int] = None, config: Any = None, platform: str = "cli",
                  skip_context_files: bool = False, skip_memory: bool = False,
-                 explicit_toolsets: bool = False, memory_home: Optional[Path] = None) -> BuiltPrompt:
+                 explicit_toolsets: bool = False,
+                 memory_home: Optional[Path] = None) -> BuiltPrompt:
     """The system prompt and the tools to offer with it (fitted to a quarter of ``window``).
     ``memory_home``: whose memory files the snapshot reads (``memory_store.owner_home``)."""
     cap = context_cap(config, window)

@@ -25,7 +25,8 @@ _SHELL_SECRET_PATTERN = re.compile(
 # scanner refuses them in memory.
 CREDENTIAL = re.compile(
     r"\b(sk-(proj-|ant-)?[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"
-    r"|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|glpat-[A-Za-z0-9_-]{20})\b"
+    r"|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}"
+    r"|glpat-[A-Za-z0-9_-]{20})\b"
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----")
 
 
@@ -63,7 +64,8 @@ _PEM_BLOCK = re.compile(r"(-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY(?: BLOCK)?-----)(.
 # key lines just before an END line whose BEGIN was cut off; lines end in a newline, or in a
 # literal backslash-n when the text is JSON (a tool's result)
 _PEM_TAIL = re.compile(r"(?:(?<=\\n)|(?<![A-Za-z0-9+/=\\-]))"
-                       r"(?:[A-Za-z0-9+/=-]{16,}(?:\r?\n|(?:\\r)?\\n))+(?=-----END [A-Z0-9 ]*PRIVATE KEY)")
+                       r"(?:[A-Za-z0-9+/=-]{16,}(?:\r?\n|(?:\\r)?\\n))+"
+                       r"(?=-----END [A-Z0-9 ]*PRIVATE KEY)")
 
 
 def _newline_of(text: str) -> str:
@@ -97,7 +99,7 @@ def is_shell_secret(name: str) -> bool:
 
 
 def looks_like_secret(value: str) -> bool:
-    """A value shaped like a credential: a URL with a password, a known token format, a key block."""
+    """A value shaped like a credential: a URL with a password, a token format, a key block."""
     return bool(_URL_PASSWORD.search(value) or CREDENTIAL.search(value))
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from cron.jobs import JobError, create_job, list_jobs, pause_job, remove_job, resolve_job, resume_job
+from cron.jobs import (JobError, create_job, list_jobs, pause_job, remove_job, resolve_job,
+                       resume_job)
 from cron.policy import RunPolicy
 from cron.schedule import split_schedule
 from cron.views import describe_job, job_lines, run_lines
@@ -50,7 +51,8 @@ def handle(db: Any, arg: str, *, cfg: Any, origin: Optional[dict[str, Any]] = No
             job = remove_job(db, rest, owner)
             return f"Removed job {job['id']} ({job.get('name')})."
         if action == "runs":
-            return "\n".join(run_lines(db.list_cron_runs(resolve_job(db, rest, owner)["id"], limit=10)))
+            job_id = resolve_job(db, rest, owner)["id"]
+            return "\n".join(run_lines(db.list_cron_runs(job_id, limit=10)))
         if action == "run":
             job = resolve_job(db, rest, owner)
             return run(job) if run is not None else "Running jobs by hand is not available here."

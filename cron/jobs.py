@@ -226,7 +226,8 @@ def update_job(db: Any, ref: Any, *, cfg: Any = None, now: Optional[float] = Non
     if "skills" in changes:
         fields["skills"] = _clean_skills(changes["skills"])
     if "workdir" in changes:
-        fields["workdir"] = _clean_workdir(changes["workdir"], RunPolicy.from_json(job.get("policy")))
+        policy = RunPolicy.from_json(job.get("policy"))
+        fields["workdir"] = _clean_workdir(changes["workdir"], policy)
     if changes.get("repeat") in (0, "0"):  # edit: 0 means "forever again"
         fields["repeat"] = None
     elif "repeat" in changes or "schedule" in changes:

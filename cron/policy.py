@@ -35,10 +35,10 @@ class RunPolicy:
     def from_json(cls, data: Any) -> Optional["RunPolicy"]:
         if not isinstance(data, dict):
             return None
-        sets = data.get("toolsets")
+        sets, rule = data.get("toolsets"), data.get("mutations")
         return cls(tuple(str(t) for t in sets) if isinstance(sets, list) else None,
                    str(data["confine_to"]) if data.get("confine_to") else None,
-                   data.get("mutations") if data.get("mutations") in ("allow", "ask", "deny") else None)
+                   rule if rule in ("allow", "ask", "deny") else None)
 
 
 def creator_policy(platform: str, toolsets: Optional[Iterable[str]], confine_to: Any,

@@ -85,7 +85,8 @@ def make_agent(run: dict[str, Any], cfg: Any, db: Any) -> Any:
     from tools.registry import toolset_names
 
     ps = resolve_provider(cfg)
-    limits = run_limits(run_policy(run, cfg), run.get("workdir") or None, toolset_names(), NO_TOOLSETS)
+    limits = run_limits(run_policy(run, cfg), run.get("workdir") or None, toolset_names(),
+                        NO_TOOLSETS)
     agent = AIAgent(base_url=ps.base_url, api_key=ps.api_key, model=ps.model, provider=ps.provider,
                     context_length=ps.context_length, config=cfg, platform="cron", session_db=db,
                     session_id=run.get("session_id"), quiet_mode=True, skip_memory=True,

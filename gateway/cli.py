@@ -228,11 +228,12 @@ def _ids(value: Any) -> set[str]:
 
 
 def _connection_limits(api_cfg: dict[str, Any]) -> dict[str, Any]:
-    """``gateway.api_server.idle_timeout`` (seconds) and ``max_connections``; junk stops start-up."""
+    """``gateway.api_server.idle_timeout`` (seconds), ``max_connections``; junk stops start-up."""
     from gateway.platforms.api_server.connections import DEFAULT_IDLE_TIMEOUT
 
     out: dict[str, Any] = {}
-    for key, kind, default in (("idle_timeout", float, DEFAULT_IDLE_TIMEOUT), ("max_connections", int, None)):
+    settings = (("idle_timeout", float, DEFAULT_IDLE_TIMEOUT), ("max_connections", int, None))
+    for key, kind, default in settings:
         raw = api_cfg.get(key, default)
         try:
             value = None if raw is None else kind(raw)

@@ -17,9 +17,9 @@ reply in chats). A turn running on another worker cannot be interrupted from her
 
 The lease is fenced: a worker whose lock connection died (the database restarted, a backend was
 terminated) has lost it, maybe to another worker, without knowing. Every message write of its turn
-carries ``fence()`` and the store checks, in the write's own transaction, that our lock connection
-still holds the lock; if not, nothing is written and the turn ends as interrupted (the user's message,
-stored before the model was called, is kept).
+carries ``fence()`` and the store checks, in the write's own transaction, that our lock
+connection still holds the lock; if not, nothing is written and the turn ends as interrupted
+(the user's message, stored before the model was called, is kept).
 """
 from __future__ import annotations
 
@@ -111,9 +111,9 @@ class TurnLeases:
         return got
 
     def fence(self, session_id: str) -> Any:
-        """What the turn's writes check while we hold the session's lease (``SessionDB.lock_fence``):
-        once our lock connection died the lease may be another worker's, and the store refuses
-        them (``LeaseLost``). None on an unshared store."""
+        """What the turn's writes check while we hold the session's lease
+        (``SessionDB.lock_fence``): once our lock connection died the lease may be another
+        worker's, and the store refuses them (``LeaseLost``). None on an unshared store."""
         return self.db.lock_fence(lease_name(session_id)) if self.shared else None
 
     async def release(self, held: Optional[ContextManager[bool]]) -> None:

@@ -20,9 +20,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger("gateway.runner")
 
-LEASE_LOST = ("This gateway worker lost its hold on the conversation while answering (another worker "
-              "took it over), so this answer was dropped. Your message is kept; send it again if "
-              "it was not answered.")
+LEASE_LOST = ("This gateway worker lost its hold on the conversation while answering (another "
+              "worker took it over), so this answer was dropped. Your message is kept; send it "
+              "again if it was not answered.")
 SOFT_DEFERRED = ("Compression is already running for this conversation, so I couldn't answer just now. "
                  "Nothing was lost; your next message will go through.")
 

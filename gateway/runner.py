@@ -198,8 +198,8 @@ class GatewayRunner:
             if adapter and text:
                 await self._send_long(adapter, event.chat_id, text, event.thread_id)
 
-        origin = {"platform": event.platform, "chat_id": event.chat_id, "thread_id": event.thread_id,
-                  "user_id": event.user_id}  # who: their own sessions, memory and jobs (owner_of)
+        origin = {"platform": event.platform, "chat_id": event.chat_id,  # user_id: owner_of
+                  "thread_id": event.thread_id, "user_id": event.user_id}
         if event.text.startswith("/") and await command(self, key, event.user_id, event.text, reply,
                                                         origin=origin):
             return

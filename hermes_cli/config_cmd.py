@@ -179,7 +179,8 @@ def cmd_get(key: str, out=sys.stdout, err=sys.stderr) -> int:
     if isinstance(value, (dict, list)):
         out.write(yaml.safe_dump(_masked_tree(value, key + "."), sort_keys=False))
     else:
-        shown = "" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+        shown = "" if value is None else str(value)
+        shown = shown.lower() if isinstance(value, bool) else shown
         out.write(_masked_tree(shown) + "\n")
     return 0
 

@@ -13,5 +13,6 @@ from .common import (PREVIEW_CHARS, CompressionLockLost, LeaseLost, SessionDBErr
 from .sqlite_schema import MIGRATIONS
 from .store import SessionDB
 
-__all__ = ["SessionDB", "SessionDBError", "CompressionLockLost", "LeaseLost", "MIGRATIONS", "PREVIEW_CHARS",
+__all__ = ["SessionDB", "SessionDBError", "CompressionLockLost", "LeaseLost",
+           "MIGRATIONS", "PREVIEW_CHARS",
            "holder_is_dead", "machine_id", "new_session_id", "configured_url", "redact_url"]

@@ -269,7 +269,8 @@ class PostgresBackend:
     FIRST_WINDOW = 2_000  # else row ids per step of the windowed scan, growing 5x per step
 
     def session_hits(self, match: str, want: int, sort: str, child_filter: str,
-                     relevance_pool: int, filter_params: Iterable[Any] = ()) -> list[dict[str, Any]]:
+                     relevance_pool: int,
+                     filter_params: Iterable[Any] = ()) -> list[dict[str, Any]]:
         """The first matching message per session in ``sort`` order, up to ``want`` sessions
         (``relevance``: the best-ranked among the newest ``relevance_pool`` matches).
 

@@ -174,7 +174,7 @@ class SQLiteBackend:
 
     @staticmethod
     def lock_fence(name: str) -> None:
-        """Nothing to fence: one process uses a SQLite store, so it cannot lose a lock to another."""
+        """Nothing to fence: one process uses a SQLite store; no other can take a lock over."""
         return None
 
     @contextmanager
@@ -221,7 +221,8 @@ class SQLiteBackend:
         return "*" in match and sort != "relevance"
 
     def session_hits(self, match: str, want: int, sort: str, child_filter: str,
-                     relevance_pool: int, filter_params: Iterable[Any] = ()) -> list[dict[str, Any]]:
+                     relevance_pool: int,
+                     filter_params: Iterable[Any] = ()) -> list[dict[str, Any]]:
         """Hits, the first per session in ``sort`` order, up to ``want`` sessions, with snippets.
 
         The index is read in windows of row ids from the newest (or oldest) end, each 5x the

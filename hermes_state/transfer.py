@@ -101,8 +101,8 @@ def _copy_table(src: sqlite3.Connection, conn: object, table: str, say: Progress
                     say(f"{table}: {done:,}/{total:,}")
     except psycopg.Error as exc:  # name the row, so it can be fixed or removed
         where = getattr(exc.diag, "context", None) or f"{table} row {cols[0]}={row[:1]!r}"
-        raise psycopg.Error(f"{' '.join(str(exc).split())} ({' '.join(str(where).split())[:200]})") \
-            from exc
+        what, at = " ".join(str(exc).split()), " ".join(str(where).split())[:200]
+        raise psycopg.Error(f"{what} ({at})") from exc
     if table in IDENTITY:
         col = IDENTITY[table]
         conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', '{col}'),"

@@ -2,8 +2,9 @@
 
 Thin over ``cron.jobs``; a job created from a chat remembers the chat (``ctx.origin``) and is
 delivered there (only there); a chat user (``ctx.owner``) sees and changes only their own jobs, and
-a job records the creating agent's limits (``cron.policy``) for its runs. ``run`` starts the job in the background (the gateway's scheduler, or
-this process) and returns at once: its answer is delivered like a scheduled one.
+a job records the creating agent's limits (``cron.policy``) for its runs. ``run`` starts the
+job in the background (the gateway's scheduler, or this process) and returns at once: its answer
+is delivered like a scheduled one.
 """
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def cronjob(args: dict, ctx: ToolContext) -> str:
                                         "workdir")}
     try:
         if action == "list":
-            return json.dumps({"jobs": [_brief(j) for j in jobs.list_jobs(db, owner)]}, ensure_ascii=False)
+            mine = [_brief(j) for j in jobs.list_jobs(db, owner)]
+            return json.dumps({"jobs": mine}, ensure_ascii=False)
         if action == "create":  # its runs get what this agent has, never more
             policy = creator_policy(ctx.platform, ctx.toolsets, ctx.confine_to, ctx.mutations)
             job = jobs.create_job(db, cfg=ctx.config, origin=ctx.origin, owner=owner, policy=policy,
@@ -52,7 +54,8 @@ def cronjob(args: dict, ctx: ToolContext) -> str:
         elif action == "resume":
             job = jobs.resume_job(db, ref, owner=owner)
         elif action == "remove":
-            return json.dumps({"removed": _brief(jobs.remove_job(db, ref, owner))}, ensure_ascii=False)
+            removed = jobs.remove_job(db, ref, owner)
+            return json.dumps({"removed": _brief(removed)}, ensure_ascii=False)
         else:
             return _run(db, ctx, jobs.resolve_job(db, ref, owner))
         return json.dumps({"job": _brief(job)}, ensure_ascii=False)

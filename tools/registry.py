@@ -79,7 +79,7 @@ class ToolSpec:
     toolset: str
     check: Callable[[], str | None] | None = None
     # changes state (files, memory, skills, jobs), runs commands or acts outside Hermes (see
-    # ctx.mutations); a callable decides per call from the arguments (a tool whose reads must not ask)
+    # ctx.mutations); a callable decides per call from the arguments (reads must not ask)
     mutating: bool | Callable[[dict], bool] = False
 
 

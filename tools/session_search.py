@@ -105,7 +105,8 @@ def _visible(db: Any, sid: str, ctx: ToolContext) -> dict:
     anyone else's reads exactly like a session that does not exist."""
     meta = db.get_session(sid)
     if meta is None or (ctx.owner is not None and meta.get("owner") != ctx.owner):
-        raise ToolError(f"session_search: no session {sid!r}; call with no arguments to list recent ones")
+        raise ToolError(f"session_search: no session {sid!r}; call with no arguments to list "
+                        "recent ones")
     return meta
 
 

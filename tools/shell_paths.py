@@ -50,7 +50,7 @@ def _bases(argvs: list[list[str]], cwd: Path) -> list[Path]:
 
 
 def protected_paths_reason(command: str, cwd: Path) -> str | None:
-    """Why running ``command`` would touch protected files (every distinct reason, joined), or None."""
+    """Why running ``command`` would touch protected files (each distinct reason), or None."""
     from agent.config import hermes_home
     from tools.approval import simple_commands
     from tools.files import protected_reason

@@ -153,7 +153,7 @@ def run_review(agent: Any, messages: list[dict], used: list[str]) -> list[tuple[
         config=agent.config, cwd=str(agent.cwd), platform=REVIEW_PLATFORM, session_db=False,
         enabled_toolsets=["skills"], skip_memory=True, skip_context_files=True, quiet_mode=True,
         max_iterations=MAX_ITERATIONS, yolo=agent.yolo,
-        mutating_tools=agent.mutating_tools)  # nobody to ask here: it writes only where the parent may
+        mutating_tools=agent.mutating_tools)  # nobody to ask: it writes only where the parent may
     try:
         res = child.run_conversation(request(messages, used), system_message=INSTRUCTIONS)
     finally:

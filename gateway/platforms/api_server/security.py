@@ -109,7 +109,8 @@ def key_matches(authorization: Optional[str], key: bytes) -> bool:
     """A header that is not valid UTF-8 arrives with surrogate escapes: those bytes are compared
     as sent (never a key, never an exception)."""
     auth = authorization or ""
-    given = auth[7:].strip().encode("utf-8", "surrogateescape") if auth[:7].lower() == "bearer " else b""
+    token = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
+    given = token.encode("utf-8", "surrogateescape")
     return hmac.compare_digest(given, key)
 
 

@@ -37,7 +37,8 @@ class APIServer:
     def __init__(self, runner: Any, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
                  key: Optional[str] = None, max_body_bytes: int = DEFAULT_MAX_BODY,
                  allowed_hosts: Iterable[str] = (), cors_origins: Iterable[str] = (), reuse_port: bool = False,
-                 response_headers: Optional[dict[str, str]] = None, idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+                 response_headers: Optional[dict[str, str]] = None,
+                 idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
                  max_connections: Optional[int] = None) -> None:
         """``reuse_port``: share the port with other workers (``hermes gateway run --workers``);
         ``response_headers`` go on every response (a worker names itself: ``X-Hermes-Worker``);
@@ -100,8 +101,8 @@ class APIServer:
                                           keepalive_timeout=self.idle_timeout)
         await self._site_runner.setup()
         assert self._site_runner.server is not None
-        self.port = self.guard.listen(self._site_runner.server, self.host, self.port, LISTEN_BACKLOG,
-                                      self.reuse_port)
+        self.port = self.guard.listen(self._site_runner.server, self.host, self.port,
+                                      LISTEN_BACKLOG, self.reuse_port)
         log.info("API server listening on http://%s:%d (Bearer key required%s; at most %d "
                  "connections)", self.host, self.port,
                  "" if is_loopback(self.host) else "; listening beyond loopback", self.guard.cap)
