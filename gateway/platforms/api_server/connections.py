@@ -60,8 +60,9 @@ class ConnectionGuard:
     def listen(self, server: web.Server, host: str, port: int, backlog: int,
                reuse_port: bool) -> int:
         """Bind and start accepting for ``server`` (aiohttp's); returns the port bound."""
-        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                                          flags=socket.AI_PASSIVE)[0]
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        # a name like "localhost": its IPv4 address first (what clients of 127.0.0.1 reach)
+        family, kind, proto, _, addr = sorted(found, key=lambda a: a[0] != socket.AF_INET)[0]
         sock = socket.socket(family, kind, proto)
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
