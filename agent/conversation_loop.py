@@ -181,15 +181,21 @@ def run_loop(agent: Any, state: TurnState) -> dict:
                 continue
             state.messages.append(outcome.as_message())
             agent._persist_session(state.messages)
+            if getattr(agent, "lease_lost", None):  # the write was refused: the session moved on
+                raise Interrupted()
             if not outcome.tool_calls:
                 return results.normal_result(state, outcome.content or "")
             state.messages.extend(agent._run_tools(outcome.tool_calls, state))
             agent._persist_session(state.messages)
-            if agent._interrupt_event.is_set():
+            if agent._interrupt_event.is_set() or getattr(agent, "lease_lost", None):
                 raise Interrupted()
             pressure_gate(agent, state)
     except Interrupted:
         state.interrupted = True
-        state.stop_reason = "Interrupted by the user."
+        lost = getattr(agent, "lease_lost", None)
+        state.stop_reason = lost or "Interrupted by the user."
         agent._persist_session(state.messages)
-        return results.normal_result(state, None)
+        res = results.normal_result(state, None)
+        if lost:
+            res["lease_lost"] = True
+        return res

@@ -197,7 +197,8 @@ def build_child(parent: Any, task: Task, *, toolsets: list[str], ctx: Any,
         if db is None:
             raise RuntimeError("no session store")
         db.create_session(sid, source=PLATFORM, model=provider["model"],
-                          parent_session_id=parent.session_id, system_prompt=prompt)
+                          parent_session_id=parent.session_id, system_prompt=prompt,
+                          owner=getattr(parent, "owner", None))
     except Exception as exc:  # the child still runs; it gets its task in the message instead
         log.warning("could not store subagent session %s: %s", sid, exc)
         if task.context.strip():
@@ -209,6 +210,7 @@ def build_child(parent: Any, task: Task, *, toolsets: list[str], ctx: Any,
                     approval_callback=approval_from_parent(ctx), status_callback=status_callback,
                     # never more than the parent: its confinement and its policy for changes
                     confine_to=parent.confine_to, mutating_tools=parent.mutating_tools)
+    child.owner = getattr(parent, "owner", None)  # a chat user's child reaches only their data too
     _depths[child] = depth_of(parent) + 1
     return child, message
 

@@ -94,15 +94,17 @@ def _context_part(files: list[context_files.ContextFile]) -> str:
 def build_prompt(home: Path, cwd: Path, *, tools: list[dict], toolset_of: Callable[[str], Optional[str]],
                  window: Optional[int] = None, config: Any = None, platform: str = "cli",
                  skip_context_files: bool = False, skip_memory: bool = False,
-                 explicit_toolsets: bool = False) -> BuiltPrompt:
-    """The system prompt and the tools to offer with it (fitted to a quarter of ``window``)."""
+                 explicit_toolsets: bool = False,
+                 memory_home: Optional[Path] = None) -> BuiltPrompt:
+    """The system prompt and the tools to offer with it (fitted to a quarter of ``window``).
+    ``memory_home``: whose memory files the snapshot reads (``memory_store.owner_home``)."""
     cap = context_cap(config, window)
     warnings: list[str] = []
     soul = context_files.load_soul(home, cap)
     files = [] if skip_context_files else context_files.load_context_files(cwd, home, cap)
     memory = ""
     if not skip_memory:
-        memory, notes = memory_store.snapshot(home, config)
+        memory, notes = memory_store.snapshot(memory_home or home, config)
         warnings += notes
     parts = [PromptPart("identity", soul.text if soul else DEFAULT_IDENTITY),
              PromptPart("guidance", ""),

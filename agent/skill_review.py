@@ -152,7 +152,8 @@ def run_review(agent: Any, messages: list[dict], used: list[str]) -> list[tuple[
         base_url=agent.base_url, api_key=agent.api_key, model=agent.model, provider=agent.provider,
         config=agent.config, cwd=str(agent.cwd), platform=REVIEW_PLATFORM, session_db=False,
         enabled_toolsets=["skills"], skip_memory=True, skip_context_files=True, quiet_mode=True,
-        max_iterations=MAX_ITERATIONS)
+        max_iterations=MAX_ITERATIONS, yolo=agent.yolo,
+        mutating_tools=agent.mutating_tools)  # nobody to ask: it writes only where the parent may
     try:
         res = child.run_conversation(request(messages, used), system_message=INSTRUCTIONS)
     finally:

@@ -17,8 +17,10 @@ from cron import jobs
 from cron.views import job_view, run_view
 
 
-def jobs_api(scheduler: Any) -> Callable[[Any], None]:
-    """A route registrar for the API server, backed by the gateway's scheduler (store, config)."""
+def jobs_api(scheduler: Any, policy: Any = None) -> Callable[[Any], None]:
+    """A route registrar for the API server, backed by the gateway's scheduler (store, config).
+    The key holder sees every job; a job made here records ``policy`` (``cron.policy.RunPolicy``,
+    the gateway's limits), so it runs with no more than the gateway's own agents."""
     def register(server: Any) -> None:
         from gateway.platforms.api_server import APIError, read_json
 
@@ -52,7 +54,7 @@ def jobs_api(scheduler: Any) -> Callable[[Any], None]:
 
         async def create(request: web.Request) -> web.Response:
             body = await fields(request)
-            job = await call(jobs.create_job, db, cfg=cfg, **body)
+            job = await call(jobs.create_job, db, cfg=cfg, policy=policy, **body)
             return web.json_response(job_view(job), status=201)
 
         async def get(request: web.Request) -> web.Response:

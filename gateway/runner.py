@@ -39,7 +39,7 @@ from gateway.lease import LeaseTimeout, TurnLeases  # noqa: F401 - LeaseTimeout 
 from gateway.platforms.base import MessageEvent, PlatformAdapter
 from gateway.reactions import (SOFT_DEFERRED, TurnOutcome, persist_user_message, react,  # noqa: F401
                                short_error)
-from gateway.sessions import SessionMap, key_for_event, new_session_id, platform_of
+from gateway.sessions import SessionMap, key_for_event, new_session_id, owner_of, platform_of
 from gateway.turn_threads import TurnThreads
 from gateway.turn_state import (REARM_SECONDS, STOPPED_BEFORE_START, KeyLocks, SessionBusy,  # noqa: F401
                                 SessionState, TurnHandle, TurnRequest)
@@ -198,7 +198,8 @@ class GatewayRunner:
             if adapter and text:
                 await self._send_long(adapter, event.chat_id, text, event.thread_id)
 
-        origin = {"platform": event.platform, "chat_id": event.chat_id, "thread_id": event.thread_id}
+        origin = {"platform": event.platform, "chat_id": event.chat_id,  # user_id: owner_of
+                  "thread_id": event.thread_id, "user_id": event.user_id}
         if event.text.startswith("/") and await command(self, key, event.user_id, event.text, reply,
                                                         origin=origin):
             return
@@ -330,6 +331,7 @@ class GatewayRunner:
         waited, so the caller follows it. A cached agent that missed turns another worker wrote is
         dropped: the next one loads the transcript from the store."""
         st.lease = await self.leases.take(st.sid)
+        st.fence = self.leases.fence(st.sid)
         try:
             current, mark = await asyncio.to_thread(
                 lambda: (self.sessions.lookup(key), self.sessions.mark(st.sid)))
@@ -348,7 +350,7 @@ class GatewayRunner:
 
     async def _give_back_lease(self, st: SessionState, remember: bool = True) -> None:
         """Release the lease, first noting where the store stands (what our cached agent has seen)."""
-        held, st.lease = st.lease, None
+        held, st.lease, st.fence = st.lease, None, None
         if held is None:
             return
         try:
@@ -521,6 +523,8 @@ class GatewayRunner:
                     agent.status_callback = on_status
                     agent.tool_progress_callback = req.tool_callback
                     agent.origin = req.origin  # a cronjob created in this turn is delivered back here
+                    agent.write_fence = st.fence  # writes stop if our turn lease is lost mid-turn
+                    agent.owner = owner_of(req.origin)  # a chat user reaches only their own data
                     if req.stop_requested:  # stopped while the agent was being made
                         return {"interrupted": True, "completed": False, "final_response": None}
                     return agent.run_conversation(req.text, system_message=req.system_message,

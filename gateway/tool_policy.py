@@ -62,3 +62,13 @@ def gateway_working_dir(gw: Mapping[str, Any], env: Optional[Mapping[str, str]] 
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(path, 0o700)  # chat users' files: the owner's eyes only
     return path.resolve()
+
+
+def run_policy(cfg: Any) -> Any:
+    """What a job made through the gateway (a chat's ``/cron``, the jobs API) may do when it runs:
+    the same toolsets and working directory as the gateway's agents (``cron.policy.RunPolicy``;
+    the consent rule is the runtime's default for the provider, as for those agents)."""
+    from cron.policy import RunPolicy
+
+    gw = cfg.gateway if isinstance(getattr(cfg, "gateway", None), dict) else {}
+    return RunPolicy(tuple(gateway_toolsets(gw)[0]), str(gateway_working_dir(gw)), None)

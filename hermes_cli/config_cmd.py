@@ -128,11 +128,16 @@ def read_env_file() -> dict[str, str]:
 
 
 def _masked_tree(data: Any, prefix: str = "") -> Any:
+    """Secrets masked: values under secret-looking keys, and URL passwords anywhere (store.url)."""
+    from hermes_core.redact import redact_shapes
+
     if isinstance(data, dict):
         return {k: _masked_tree(v, f"{prefix}{k}.") for k, v in data.items()}
+    if isinstance(data, list):
+        return [_masked_tree(v, prefix) for v in data]
     if prefix and (is_secret(prefix[:-1]) or looks_secret(prefix[:-1])) and isinstance(data, str):
         return mask(data)
-    return data
+    return redact_shapes(data) if isinstance(data, str) else data
 
 
 def cmd_show(out=sys.stdout) -> int:
@@ -146,7 +151,7 @@ def cmd_show(out=sys.stdout) -> int:
     if env:
         out.write(f"# secrets in {env_path()}\n")
         for k, v in env.items():
-            out.write(f"{k}={mask(v) if looks_secret(k) else v}\n")
+            out.write(f"{k}={mask(v) if looks_secret(k) else _masked_tree(v)}\n")
     return 0
 
 
@@ -174,7 +179,9 @@ def cmd_get(key: str, out=sys.stdout, err=sys.stderr) -> int:
     if isinstance(value, (dict, list)):
         out.write(yaml.safe_dump(_masked_tree(value, key + "."), sort_keys=False))
     else:
-        out.write(("" if value is None else str(value).lower() if isinstance(value, bool) else str(value)) + "\n")
+        shown = "" if value is None else str(value)
+        shown = shown.lower() if isinstance(value, bool) else shown
+        out.write(_masked_tree(shown) + "\n")
     return 0
 
 

@@ -256,8 +256,10 @@ def cmd_test(name: str) -> int:
     except MCPConfigError as exc:
         sys.stderr.write(f"hermes: error: {exc}\n")
         return 2
-    target = (" ".join([server.command or "", *server.args]) if server.transport == "stdio"
-              else display_url(server.url or ""))
+    from hermes_core.redact import redact
+
+    target = redact(" ".join([server.command or "", *server.args]) if server.transport == "stdio"
+                    else display_url(server.url or ""), server.secrets())
     print(f"Connecting to {name} ({server.transport}: {target}) …", flush=True)
     manager = _connect([server], force=True)
     try:

@@ -2,13 +2,18 @@
 
 Used on memory writes (refused), on the memory snapshot (masked) and on context files (offending
 lines held back). It looks for instructions to ignore the rules, hidden Unicode, secrets being sent
-somewhere, and credentials themselves. Deliberately narrow: a false alarm on a project's
-AGENTS.md costs the user a line of their instructions, so ordinary shell and URL mentions pass.
+somewhere, and credentials themselves, after folding look-alike letters (``agent.confusables``:
+NFKC plus Cyrillic and Greek letters drawn like Latin ones). Deliberately narrow: a false alarm on
+a project's AGENTS.md costs the user a line of their instructions, so ordinary shell and URL
+mentions pass.
 """
 from __future__ import annotations
 
 import re
 from typing import Optional
+
+from hermes_core.confusables import fold
+from hermes_core.redact import CREDENTIAL as _CREDENTIAL
 
 _OVERRIDE = re.compile(
     r"\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}?\b(previous|prior|above|earlier|all|any|"
@@ -30,10 +35,6 @@ _SENSITIVE = re.compile(
 _SEND = re.compile(
     r"\b(curl|wget|nc|netcat|scp|rsync|send|post|upload|exfiltrate|forward|transmit|email)\b"
     r"[^\n]{0,120}?(https?://|ftp://|\b\w+@[\w.-]+\.\w+\b|\b\d{1,3}(\.\d{1,3}){3}\b)", re.I)
-_CREDENTIAL = re.compile(
-    r"\b(sk-(proj-|ant-)?[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"
-    r"|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|glpat-[A-Za-z0-9_-]{20})\b"
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----")
 _SSH_ANY = re.compile(r"(~|\$HOME|/home/\w+|/root)/\.ssh\b|\bid_(rsa|ed25519|ecdsa|dsa)\b", re.I)
 
 
@@ -48,6 +49,7 @@ def scan(text: str, strict: bool = False) -> Optional[str]:
     body = text[1:] if text.startswith("\ufeff") else text  # a leading BOM is an editor's, not a trick
     if _HIDDEN.search(body):
         return "invisible Unicode characters"
+    body = fold(body)  # look-alike letters from other scripts match as the Latin ones they mimic
     if _CREDENTIAL.search(body):
         return "a credential (API key or private key)"
     if _OVERRIDE.search(body):

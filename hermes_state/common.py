@@ -35,6 +35,23 @@ def unusable(message: str) -> SessionDBError:
     return exc
 
 
+# A NUL byte in text: PostgreSQL's TEXT cannot hold one, so on both backends every text value a
+# statement sends has it replaced by U+FFFD (one message with a NUL used to stop every later save
+# of its session). JSON columns are unaffected: json.dumps writes it as \u0000, which round-trips.
+NUL_REPLACEMENT = "\ufffd"
+
+
+def clean_params(params: Iterable[Any]) -> tuple[Any, ...]:
+    """``params`` with NUL bytes in strings replaced (``NUL_REPLACEMENT``); the rest as given."""
+    return tuple(p.replace("\x00", NUL_REPLACEMENT) if isinstance(p, str) and "\x00" in p else p
+                 for p in params)
+
+
+class LeaseLost(RuntimeError):
+    """A fenced write found that this process no longer holds the named lock (its lock
+    connection died and another worker may hold it now): nothing was written."""
+
+
 class CompressionLockLost(RuntimeError):
     """A fenced compaction found the session's compression lock no longer names its holder."""
 

@@ -130,6 +130,13 @@ class SessionDB(SessionsMixin, MessagesMixin, SearchMixin, LocksMixin, CronMixin
         """
         return self._b.advisory_lock(name, wait)
 
+    def lock_fence(self, name: str) -> Any:
+        """For a lock this process holds through ``advisory_lock``: an object that fenced writes
+        (``append_messages(..., fence=)``) check inside their transaction, raising
+        ``LeaseLost`` (nothing written) once the lock was lost. None on SQLite, or when the lock
+        is not held here."""
+        return self._b.lock_fence(name)
+
     # -- health --------------------------------------------------------------------------------
 
     def integrity_check(self) -> list[str]:

@@ -164,6 +164,12 @@ def approve_mutation(name: str, args: dict, ctx: "ToolContext") -> None:
         raise ToolError("not approved by the user; answer without this tool")
 
 
+def simple_commands(command: str) -> list[list[str]]:
+    """The command line as simple commands (argv lists): quotes removed, ``sudo``/``env``
+    wrappers dropped, ``bash -c``/``eval``/``$(…)`` bodies included."""
+    return _segments(command)
+
+
 # --- parsing helpers -----------------------------------------------------------------------
 
 

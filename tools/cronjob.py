@@ -1,8 +1,10 @@
 """The ``cronjob`` tool (SPEC §12): the agent schedules, lists, edits and runs jobs for its user.
 
 Thin over ``cron.jobs``; a job created from a chat remembers the chat (``ctx.origin``) and is
-delivered there by default. ``run`` starts the job in the background (the gateway's scheduler, or
-this process) and returns at once: its answer is delivered like a scheduled one.
+delivered there (only there); a chat user (``ctx.owner``) sees and changes only their own jobs, and
+a job records the creating agent's limits (``cron.policy``) for its runs. ``run`` starts the
+job in the background (the gateway's scheduler, or this process) and returns at once: its answer
+is delivered like a scheduled one.
 """
 from __future__ import annotations
 
@@ -25,31 +27,36 @@ def _brief(job: dict[str, Any]) -> dict[str, Any]:
 def cronjob(args: dict, ctx: ToolContext) -> str:
     from cron import jobs
     from cron.jobs import JobError
+    from cron.policy import creator_policy
 
     db = ctx.session_db
     if db is None:
         raise ToolError("cronjob: the session store is unavailable, so jobs cannot be kept")
-    action, ref = args["action"], args.get("job_id")
+    action, ref, owner = args["action"], args.get("job_id"), ctx.owner  # a chat user: only theirs
     fields = {k: args.get(k) for k in ("name", "prompt", "schedule", "deliver", "repeat", "skills",
                                         "workdir")}
     try:
         if action == "list":
-            return json.dumps({"jobs": [_brief(j) for j in db.list_cron_jobs()]}, ensure_ascii=False)
-        if action == "create":
-            job = jobs.create_job(db, cfg=ctx.config, origin=ctx.origin, **fields)
+            mine = [_brief(j) for j in jobs.list_jobs(db, owner)]
+            return json.dumps({"jobs": mine}, ensure_ascii=False)
+        if action == "create":  # its runs get what this agent has, never more
+            policy = creator_policy(ctx.platform, ctx.toolsets, ctx.confine_to, ctx.mutations)
+            job = jobs.create_job(db, cfg=ctx.config, origin=ctx.origin, owner=owner, policy=policy,
+                                  **fields)
             return json.dumps({"created": _brief(job)}, ensure_ascii=False)
         if not ref:
             raise ToolError(f"cronjob: action {action!r} needs job_id (an id or a unique name)")
         if action == "update":
-            job = jobs.update_job(db, ref, cfg=ctx.config, **fields)
+            job = jobs.update_job(db, ref, cfg=ctx.config, owner=owner, **fields)
         elif action == "pause":
-            job = jobs.pause_job(db, ref)
+            job = jobs.pause_job(db, ref, owner)
         elif action == "resume":
-            job = jobs.resume_job(db, ref)
+            job = jobs.resume_job(db, ref, owner=owner)
         elif action == "remove":
-            return json.dumps({"removed": _brief(jobs.remove_job(db, ref))}, ensure_ascii=False)
+            removed = jobs.remove_job(db, ref, owner)
+            return json.dumps({"removed": _brief(removed)}, ensure_ascii=False)
         else:
-            return _run(db, ctx, jobs.resolve_job(db, ref))
+            return _run(db, ctx, jobs.resolve_job(db, ref, owner))
         return json.dumps({"job": _brief(job)}, ensure_ascii=False)
     except JobError as exc:
         raise ToolError(f"cronjob: {exc}") from None
@@ -84,5 +91,5 @@ def register(ctx: Any) -> None:
                        "description": "Skill names attached to each run."},
             "workdir": {"type": "string", "description": "Working directory of the runs."},
         }, "required": ["action"]},
-        cronjob, "cronjob",
+        cronjob, "cronjob", mutating=lambda args: args.get("action") != "list",
     ))

@@ -154,4 +154,5 @@ def delegate_task(args: dict, ctx: ToolContext) -> str:
 
 def register(ctx: Any) -> None:
     """The plugin entry point (pyproject.toml, group hermes_agent.plugins)."""
-    ctx.register_tool(ToolSpec("delegate_task", DESCRIPTION, SCHEMA, delegate_task, "delegation"))
+    ctx.register_tool(ToolSpec("delegate_task", DESCRIPTION, SCHEMA, delegate_task, "delegation",
+                                mutating=True))  # children act with the parent's tools

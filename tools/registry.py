@@ -60,6 +60,8 @@ class ToolContext:
     # Least privilege, decided where the agent is built (gateway, one-shot, embedded model):
     confine_to: Path | None = None  # file tools refuse paths outside this directory
     mutations: str = "allow"  # mutating tools: "allow", "ask" (approval each call) or "deny"
+    owner: str | None = None  # whose data: None the local owner (all), else "<platform>:<user id>"
+    toolsets: list[str] | None = None  # the toolsets the agent was granted (None: every one)
 
     def __post_init__(self) -> None:
         self.cwd = Path(self.cwd).expanduser()
@@ -75,7 +77,9 @@ class ToolSpec:
     handler: Callable[[dict, ToolContext], str]
     toolset: str
     check: Callable[[], str | None] | None = None
-    mutating: bool = False  # changes files, runs commands or acts outside Hermes (see ctx.mutations)
+    # changes state (files, memory, skills, jobs), runs commands or acts outside Hermes (see
+    # ctx.mutations); a callable decides per call from the arguments (reads must not ask)
+    mutating: bool | Callable[[dict], bool] = False
 
 
 _registry: dict[str, ToolSpec] = {}
@@ -304,6 +308,15 @@ def get_tool_names(
     return [d["function"]["name"] for d in get_tool_definitions(enabled_toolsets, disabled_toolsets)]
 
 
+def mutates(name: str, args: dict) -> bool:
+    """Whether this call of tool ``name`` changes state (so it needs consent under "ask")."""
+    _ensure_builtins()
+    spec = _registry.get(name)
+    if spec is None:
+        return False
+    return bool(spec.mutating(args) if callable(spec.mutating) else spec.mutating)
+
+
 def get_toolset(name: str) -> str | None:
     """The toolset a tool belongs to, or None for an unknown tool."""
     _ensure_builtins()
@@ -442,7 +455,7 @@ def dispatch(name: str, args: dict | None, ctx: ToolContext) -> str:
     if reason is not None:
         raise ToolError(f"tool {name!r} is unavailable: {reason}")
     args = validate_args(name, spec.parameters or {}, args)
-    if spec.mutating and ctx.mutations != "allow" and not ctx.yolo:
+    if ctx.mutations != "allow" and not ctx.yolo and mutates(name, args):
         from tools.approval import approve_mutation
 
         approve_mutation(name, args, ctx)  # raises ToolError unless the user consents

@@ -50,11 +50,13 @@ class ServerConfig:
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    expanded: tuple[str, ...] = ()  # the values `${VAR}`s were replaced by (never shown)
 
     def secrets(self) -> list[str]:
         """Values that must never be shown: secret-looking headers and environment variables (and
-        the token inside `Bearer <token>`), longest first."""
-        found: set[str] = set()
+        the token inside `Bearer <token>`), and whatever a `${VAR}` expanded to (a token in an
+        argument or a URL), longest first."""
+        found: set[str] = {v for v in self.expanded if len(v) >= MIN_SECRET_LEN}
         for key, value in (*self.headers.items(), *self.env.items()):
             if _SECRET_KEY.search(key):
                 found.update(w for w in (value, *value.split()) if len(w) >= MIN_SECRET_LEN)
@@ -99,21 +101,26 @@ class _Entry(BaseModel):
         return v
 
 
-def substitute(value: Any, environ: Mapping[str, str], where: str = "") -> Any:
-    """`${VAR}` -> its value in every string of `value` (nested lists and mappings too)."""
+def substitute(value: Any, environ: Mapping[str, str], where: str = "",
+               used: Optional[set[str]] = None) -> Any:
+    """`${VAR}` -> its value in every string of `value` (nested lists and mappings too); the
+    values put in are added to ``used``."""
     if isinstance(value, str):
         def repl(m: re.Match) -> str:
             name = m.group(1)
             if name not in environ:
                 raise MCPConfigError(f"`{where}` uses ${{{name}}}, which is not set "
                                      "(export it or put it in HERMES_HOME/.env)")
+            if used is not None:
+                used.add(environ[name])
             return environ[name]
 
         return _VAR.sub(repl, value)
     if isinstance(value, list):
-        return [substitute(v, environ, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [substitute(v, environ, f"{where}[{i}]", used) for i, v in enumerate(value)]
     if isinstance(value, dict):
-        return {k: substitute(v, environ, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+        return {k: substitute(v, environ, f"{where}.{k}" if where else str(k), used)
+                for k, v in value.items()}
     return value
 
 
@@ -128,8 +135,9 @@ def parse_server(name: str, raw: Any, environ: Mapping[str, str]) -> ServerConfi
     if not isinstance(raw, dict):
         raise MCPConfigError(f"mcp_servers.{name}: must be a mapping (command: … or url: …), "
                              f"not {type(raw).__name__}")
+    used: set[str] = set()
     try:
-        entry = _Entry.model_validate(substitute(raw, environ))
+        entry = _Entry.model_validate(substitute(raw, environ, used=used))
     except MCPConfigError as exc:
         raise MCPConfigError(f"mcp_servers.{name}: {exc}") from None
     except ValidationError as exc:
@@ -152,7 +160,8 @@ def parse_server(name: str, raw: Any, environ: Mapping[str, str]) -> ServerConfi
         name=name, transport=transport, command=entry.command, args=tuple(entry.args), env=dict(entry.env),
         cwd=entry.cwd, url=entry.url, headers=dict(entry.headers), enabled=entry.enabled,
         timeout=entry.timeout, connect_timeout=entry.connect_timeout,
-        include=tuple(entry.tools.include), exclude=tuple(entry.tools.exclude))
+        include=tuple(entry.tools.include), exclude=tuple(entry.tools.exclude),
+        expanded=tuple(sorted(used)))
 
 
 def parse_servers(raw: Any, environ: Mapping[str, str]) -> tuple[list[ServerConfig], list[str]]:

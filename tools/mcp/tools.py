@@ -158,7 +158,10 @@ def plan_tools(server: str, tools: list[dict], include: tuple[str, ...], exclude
         desc = " ".join(str(tool.get("description") or tool.get("title") or raw).split())
         if len(desc) > MAX_DESCRIPTION:
             desc = desc[:MAX_DESCRIPTION - 1] + "…"
-        chosen.append((name, {"name": raw, "description": desc, "inputSchema": schema}))
+        read_only = isinstance(tool.get("annotations"), dict) and \
+            tool["annotations"].get("readOnlyHint") is True
+        chosen.append((name, {"name": raw, "description": desc, "inputSchema": schema,
+                              "readOnly": read_only}))
     order = {str(t.get("name")): i for i, t in enumerate(tools)}
     chosen.sort(key=lambda c: order.get(c[1]["name"], 0))  # the server's own order
     return chosen, problems
@@ -182,7 +185,8 @@ def register_server_tools(server: str, tools: list[dict], include: tuple[str, ..
     names: dict[str, str] = {}
     for name, tool in chosen:
         register(ToolSpec(name=name, description=tool["description"], parameters=tool["inputSchema"],
-                          handler=_handler(tool["name"], call, redact), toolset=toolset))
+                          handler=_handler(tool["name"], call, redact), toolset=toolset,
+                          mutating=not tool["readOnly"]))  # acts outside Hermes unless it says not
         names[name] = tool["name"]
     for gone in set(previous) - set(names):
         unregister(gone)

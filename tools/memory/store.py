@@ -8,6 +8,7 @@ is refused, the file is copied aside, and the error names the copy.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -27,6 +28,18 @@ class MemoryStoreError(Exception):
 
 def memory_dir(home: Path) -> Path:
     return Path(home) / "memories"
+
+
+def owner_home(home: Path, owner: Optional[str], cfg: Any = None) -> Path:
+    """Where ``owner``'s memory files are (their ``memories/`` folder is inside): HERMES_HOME for
+    the local owner, and for every chat user when ``gateway.shared_memory: true``; else a folder
+    of that chat user's own, ``HERMES_HOME/users/<platform>-<user id>/``, so one chat user's turns
+    never read or write another's notes (nor the owner's)."""
+    gateway = getattr(cfg, "gateway", None)
+    shared = isinstance(gateway, dict) and gateway.get("shared_memory") is True
+    if owner is None or shared:
+        return Path(home)
+    return Path(home) / "users" / re.sub(r"[^A-Za-z0-9_.-]", "_", owner.replace(":", "-", 1))
 
 
 def file_path(home: Path, target: str) -> Path:

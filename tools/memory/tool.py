@@ -53,7 +53,7 @@ def _read(home, targets: list[str], budgets: dict[str, int]) -> str:
 def _run(args: dict, ctx: ToolContext) -> str:
     if ctx.platform in ("cron", "subagent"):
         raise ToolError("memory is not available here (cron and subagent runs do not keep memory)")
-    home = hermes_home()
+    home = store.owner_home(hermes_home(), ctx.owner, ctx.config)  # a chat user's own files
     targets = store.enabled_targets(ctx.config)
     budgets = store.limits(ctx.config)
     edits = _edits(args, targets)
@@ -87,6 +87,14 @@ def memory(args: dict, ctx: ToolContext) -> str:
         raise
 
 
+def changes_memory(args: dict) -> bool:
+    """Any action but ``read`` (alone or in ``operations``) changes the files: consent applies."""
+    ops = args.get("operations")
+    actions = [op.get("action") if isinstance(op, dict) else None for op in ops] \
+        if isinstance(ops, list) and ops else [args.get("action")]
+    return any(a != "read" for a in actions)
+
+
 def register(ctx: Any) -> None:
     """The plugin entry point (pyproject.toml, group hermes_agent.plugins)."""
     ctx.register_tool(ToolSpec(
@@ -104,5 +112,5 @@ def register(ctx: Any) -> None:
                            "description": "Several {target, action, content, old_text} applied all or "
                                           "none; replaces the single-action fields."},
         }},
-        memory, "memory",
+        memory, "memory", mutating=changes_memory,
     ))

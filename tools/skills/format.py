@@ -42,7 +42,9 @@ class SkillMeta:
         value = self.raw.get("platforms")
         if isinstance(value, str):
             value = [value]
-        return [str(v).strip().lower() for v in value or () if str(v).strip()]
+        if not isinstance(value, (list, tuple)):
+            return []  # junk here means "no restriction", like no list at all
+        return [v.strip().lower() for v in value if isinstance(v, str) and v.strip()]
 
     @property
     def tags(self) -> list[str]:
@@ -62,7 +64,9 @@ def _hermes_meta(raw: dict) -> dict:
 def _str_list(value: Any) -> list[str]:
     if isinstance(value, str):
         value = [v for v in re.split(r"[,\s]+", value) if v]
-    return [str(v) for v in value or ()] if isinstance(value, (list, tuple, str)) else []
+    if not isinstance(value, (list, tuple)):
+        return []
+    return [str(v) for v in value if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
 
 
 def split_front_matter(text: str) -> tuple[str, str]:
@@ -79,10 +83,24 @@ def split_front_matter(text: str) -> tuple[str, str]:
     raise SkillFormatError("the front matter is not closed: add a '---' line after it")
 
 
+ALIASES_REFUSED = ("the front matter uses YAML anchors or aliases (&name / *name); Hermes refuses "
+                   "anchors and aliases (a few bytes of them can stand for gigabytes): write the "
+                   "values out")
+
+
+def _refuse_aliases(head: str) -> None:
+    """Anchors and aliases are what an alias bomb is made of (469 bytes standing for 4x10^9
+    characters); no skill needs them, so the event stream is checked before anything is built."""
+    for event in yaml.parse(head, Loader=_Loader):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise SkillFormatError(ALIASES_REFUSED)
+
+
 def parse(text: str) -> tuple[SkillMeta, str]:
     """(front matter, body) of a SKILL.md."""
     head, body = split_front_matter(text)
     try:
+        _refuse_aliases(head)
         data = yaml.load(head, Loader=_Loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -97,12 +115,22 @@ def parse(text: str) -> tuple[SkillMeta, str]:
     return meta_from_raw(data), body
 
 
+def _scalar_text(data: dict, key: str) -> Optional[str]:
+    """A field Hermes shows as text: a string (or a number) only; anything else is refused before
+    it is turned into text (a nested value could be huge)."""
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise SkillFormatError(f"the front matter's {key} must be text, not {type(value).__name__}")
+    return str(value)
+
+
 def meta_from_raw(data: dict) -> SkillMeta:
     """SkillMeta of a parsed front-matter mapping (also rebuilt from the loader's disk cache)."""
-    name = data.get("name")
-    desc = data.get("description")
-    return SkillMeta(name=str(name).strip() if name is not None else None,
-                     description=" ".join(str(desc).split()) if desc is not None else "", raw=data)
+    name, desc = _scalar_text(data, "name"), _scalar_text(data, "description")
+    return SkillMeta(name=name.strip() if name is not None else None,
+                     description=" ".join(desc.split()) if desc is not None else "", raw=data)
 
 
 def name_problem(name: Any) -> Optional[str]:

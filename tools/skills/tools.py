@@ -149,4 +149,4 @@ def register(ctx: Any) -> None:
             "new_string": {"type": "string"},
             "file_path": {"type": "string"}},
          "required": ["action", "name"]},
-        skill_manage, "skills"))
+        skill_manage, "skills", mutating=True))
