@@ -1,7 +1,8 @@
 """The OS sandbox for local commands (``terminal.sandbox``): bubblewrap, kernel-enforced walls.
 
-``workspace-write``: the working directory writable, the rest of the filesystem read-only, a
-private /tmp; ``read-only``: nothing writable but that /tmp. Both hide HERMES_HOME (transcripts,
+``workspace-write``: the working directory writable, the rest of the filesystem read-only (/tmp
+included), plus a private scratch directory per session (``TMPDIR``, kept between commands);
+``read-only``: nothing writable at all. Both hide HERMES_HOME (transcripts,
 keys) and the home directory's credential stores (``tools.path_policy`` decides what is secret:
 ``~/.ssh`` and friends), and cut the network unless ``terminal.sandbox_network: true``.
 
@@ -42,6 +43,7 @@ class Policy:
     writable: tuple[Path, ...]
     hidden: tuple[Path, ...]
     network: bool
+    scratch: Optional[Path] = None  # TMPDIR inside (workspace-write)
 
 
 def effective_mode(configured: Optional[str], confined: bool, available: bool) -> str:
@@ -55,16 +57,19 @@ def effective_mode(configured: Optional[str], confined: bool, available: bool) -
 def wrap(argv: list[str], policy: Policy, cwd: Path, bwrap: str = "bwrap") -> list[str]:
     """``argv`` as a bubblewrap command line (pure). Mounts apply shallow paths first, so a
     writable working dir inside a hidden HERMES_HOME (the gateway's workspace) stays reachable."""
-    ops: list[tuple[int, int, list[str]]] = [(1, 0, ["--tmpfs", "/tmp"])]
+    ops: list[tuple[int, int, list[str]]] = []
     for path in policy.hidden:
         hide = ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         ops.append((len(path.parts), 0, hide))
     if policy.mode == "workspace-write":
-        ops += [(len(p.parts), 1, ["--bind", str(p), str(p)]) for p in policy.writable]
+        writable = policy.writable + ((policy.scratch,) if policy.scratch else ())
+        ops += [(len(p.parts), 1, ["--bind", str(p), str(p)]) for p in writable]
     ops.sort(key=lambda op: (op[0], op[1]))
     cmd = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for _, _, op in ops:
         cmd += op
+    if policy.mode == "workspace-write" and policy.scratch:
+        cmd += ["--setenv", "TMPDIR", str(policy.scratch)]
     cmd += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--chdir", str(cwd)]
     if not policy.network:
@@ -154,7 +159,28 @@ def policy_for(ctx: Any) -> Optional[Policy]:
 
     writable = (Path(ctx.cwd).resolve(),) if mode == "workspace-write" else ()
     hidden = tuple(hidden_paths(Path.home(), hermes_home().resolve()))
-    return Policy(mode, writable, hidden, bool(getattr(term, "sandbox_network", False)))
+    scratch = scratch_dir(getattr(ctx, "session_id", None)) if writable else None
+    return Policy(mode, writable, hidden, bool(getattr(term, "sandbox_network", False)), scratch)
+
+
+_scratch_made: list[Path] = []
+
+
+def scratch_dir(session: Optional[str]) -> Path:
+    """The session's private temporary directory for sandboxed commands (removed at exit)."""
+    import hashlib
+    import tempfile
+
+    tag = hashlib.sha256(str(session or "none").encode()).hexdigest()[:12]
+    path = Path(tempfile.gettempdir()) / f"hermes-sandbox-{os.getuid()}-{tag}"
+    if not path.is_dir():
+        path.mkdir(mode=0o700, exist_ok=True)
+        if not _scratch_made:
+            import atexit
+
+            atexit.register(lambda: [shutil.rmtree(p, ignore_errors=True) for p in _scratch_made])
+        _scratch_made.append(path)
+    return path.resolve()
 
 
 def wrap_for(argv: list[str], ctx: Any, cwd: Path) -> tuple[list[str], Optional[Policy]]:
@@ -174,7 +200,7 @@ def environment_note(policy: Optional[Policy]) -> str:
 
 
 __all__ = ["MODES", "Policy", "SandboxUnavailable", "blame", "effective_mode", "environment_note",
-           "hidden_paths", "policy_for", "probe", "wrap", "wrap_for"]
+           "hidden_paths", "policy_for", "probe", "scratch_dir", "wrap", "wrap_for"]
 
 if os.name != "posix":  # pragma: no cover - bubblewrap is Linux only
     _probe["bwrap"] = (False, "the sandbox needs Linux (bubblewrap)")

@@ -30,7 +30,8 @@ class CheckpointError(Exception):
 
 
 class TooLarge(CheckpointError):
-    """The directory is over checkpoints.max_files / max_bytes: it is not checkpointed."""
+    """The directory is not checkpointed: over checkpoints.max_files / max_bytes (or it is
+    HERMES_HOME itself, whose secrets and repositories must not be copied into itself)."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,15 @@ def repo_dir(home: Path, workdir: Path) -> Path:
     return home / "checkpoints" / digest
 
 
+def exclude_lines(workdir: Path, home: Path) -> list[str]:
+    """What a checkpoint leaves out besides .gitignore: caches, and HERMES_HOME (its secrets
+    and these very repositories) when it lies inside the working directory (pure)."""
+    lines = list(DEFAULT_EXCLUDES)
+    if home != workdir and workdir in home.parents:
+        lines.append("/" + home.relative_to(workdir).as_posix() + "/")
+    return lines
+
+
 def parse_log(text: str) -> list[Checkpoint]:
     """``git log --format=%H%x1f%ct%x1f%s`` output as checkpoints (pure)."""
     out = []
@@ -64,7 +74,8 @@ class ShadowRepo:
     def __init__(self, home: Path, workdir: Path, max_files: int = 10_000,
                  max_bytes: int = 200_000_000) -> None:
         self.workdir = Path(workdir).resolve()
-        self.git_dir = repo_dir(home, self.workdir)
+        self.home = Path(home).resolve()
+        self.git_dir = repo_dir(self.home, self.workdir)
         self.max_files, self.max_bytes = max_files, max_bytes
 
     # -- git plumbing
@@ -105,7 +116,8 @@ class ShadowRepo:
         self.git("init", "-q")
         info = self.git_dir / "info"
         info.mkdir(exist_ok=True)
-        (info / "exclude").write_text("\n".join(DEFAULT_EXCLUDES) + "\n", encoding="utf-8")
+        (info / "exclude").write_text("\n".join(exclude_lines(self.workdir, self.home)) + "\n",
+                                      encoding="utf-8")
         (self.git_dir / WORKDIR_FILE).write_text(str(self.workdir), encoding="utf-8")
 
     # -- size guard
@@ -113,6 +125,8 @@ class ShadowRepo:
     def check_size(self) -> tuple[int, int]:
         """(files, bytes) that a checkpoint would hold; TooLarge past the limits. Stops reading
         git's list at max_files + 1, so a huge directory costs little to refuse."""
+        if self.workdir == self.home:
+            raise TooLarge(f"{self.workdir} is HERMES_HOME; it is not checkpointed")
         self._init()
         cmd = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
         env = {**os.environ, "GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.workdir),
