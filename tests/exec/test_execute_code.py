@@ -108,7 +108,7 @@ def test_unknown_tools_and_no_recursion(tmp_path):
 
 
 def test_the_agent_offers_it_and_the_gateway_does_not(make_agent):
-    from gateway.tool_policy import gateway_toolsets
+    from agent.tool_policy import gateway_toolsets
 
     names = [t["function"]["name"] for t in make_agent().tools]
     assert "execute_code" in names and "process" in names
