@@ -34,7 +34,8 @@ SCHEMA = {
             "type": "string",
             "description": "Directory to run in (relative to the working directory). Default: the working directory.",
         },
-        "background": {"type": "boolean", "description": "Start it in the background (see process)."},
+        "background": {"type": "boolean",
+                       "description": "Start it in the background (see process)."},
     },
     "required": ["command"],
 }

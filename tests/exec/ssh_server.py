@@ -46,8 +46,8 @@ class SSHServer:
     def start(self) -> "SSHServer":
         self.root.mkdir(parents=True, exist_ok=True)
         for name in ("host_key", "client_key"):
-            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.root / name)],
-                           check=True)
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
+                            str(self.root / name)], check=True)
         config = self.root / "sshd_config"
         config.write_text("\n".join([
             f"HostKey {self.root / 'host_key'}", f"AuthorizedKeysFile {self.key}.pub",

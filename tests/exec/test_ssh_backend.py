@@ -1,4 +1,5 @@
-"""terminal.backend: ssh against a real OpenSSH server on a loopback port (tests/exec/ssh_server)."""
+"""terminal.backend: ssh against a real OpenSSH server on a loopback port (tests/exec/ssh_server).
+"""
 from __future__ import annotations
 
 import json
@@ -66,11 +67,13 @@ def test_file_tools_act_on_the_remote_host(ctx, tmp_path):
     remote = tmp_path / "remote"
     remote.mkdir()
     term(ctx, f"cd {remote}")
-    assert "created" in dispatch("write_file", {"path": "notes/a.txt", "content": "one\ntwo\n"}, ctx)
+    wrote = dispatch("write_file", {"path": "notes/a.txt", "content": "one\ntwo\n"}, ctx)
+    assert "created" in wrote
     assert (remote / "notes" / "a.txt").read_text() == "one\ntwo\n"
     assert not (tmp_path / "local" / "notes").exists()  # the local working dir is untouched
     assert dispatch("read_file", {"path": "notes/a.txt"}, ctx) == "    1|one\n    2|two"
-    patched = dispatch("patch", {"path": "notes/a.txt", "old_string": "two", "new_string": "2"}, ctx)
+    patched = dispatch("patch", {"path": "notes/a.txt", "old_string": "two", "new_string": "2"},
+                       ctx)
     assert "--- a/notes/a.txt" in patched and str(tmp_path) not in patched.replace(str(remote), "")
     assert (remote / "notes" / "a.txt").read_text() == "one\n2\n"
     assert dispatch("search_files", {"pattern": "^2$"}, ctx) == "notes/a.txt:2:2"

@@ -41,7 +41,8 @@ def daemon_problem() -> Optional[str]:
 def run_argv(name: str, image: str, workspace: Path, cpus: float, memory_mb: int,
              session_id: str) -> list[str]:
     """The ``docker run`` command line of a session's container (pure)."""
-    return ["docker", "run", "--rm", "-i", "--name", name, "--label", f"hermes.session={session_id}",
+    return ["docker", "run", "--rm", "-i", "--name", name,
+            "--label", f"hermes.session={session_id}",
             "--cpus", f"{cpus:g}", "--memory", f"{memory_mb}m", "--pids-limit", str(PIDS_LIMIT),
             "-v", f"{workspace}:{WORKSPACE}", "-w", WORKSPACE, image, "sh", "-c", "cat > /dev/null"]
 
@@ -79,9 +80,10 @@ class DockerBackend(RemoteBackend):
         deadline = time.monotonic() + START_TIMEOUT
         while not self._running():
             if self._proc.poll() is not None:
-                err = (self._proc.stderr.read() if self._proc.stderr else b"").decode(errors="replace")
+                raw = self._proc.stderr.read() if self._proc.stderr else b""
+                lines = raw.decode(errors="replace").strip().splitlines()
                 raise ToolError(f"the container did not start ({self.image}): "
-                                f"{err.strip().splitlines()[-1] if err.strip() else 'no error text'}")
+                                f"{lines[-1] if lines else 'no error text'}")
             if time.monotonic() > deadline:
                 self._disconnect()
                 raise ToolError(f"the container ({self.image}) did not start within "

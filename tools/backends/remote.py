@@ -89,7 +89,8 @@ class RemoteBackend:
         if cwd and not workdir:
             self._cwd = cwd  # a `cd` carries over, as in a persistent shell
         if cwd is None and result.get("exit_code") == SSH_FAILED and self.name == "ssh":
-            result["status"] = f"the connection to {self.describe()} failed; the next call reconnects"
+            result["status"] = (f"the connection to {self.describe()} failed; the next call "
+                                "reconnects")
             self._started = self._started and self._alive()
         return result
 

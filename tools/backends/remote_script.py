@@ -58,7 +58,8 @@ def kill_script(token: str) -> str:
     pidf = shlex.quote(pid_file(token))
     return (f'p=$(cat {pidf} 2>/dev/null) || exit 0; [ -n "$p" ] || exit 0; '
             'kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; '
-            'for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$p" 2>/dev/null || exit 0; sleep 0.2; done; '
+            'for i in 1 2 3 4 5 6 7 8 9 10; do '
+            'kill -0 "$p" 2>/dev/null || exit 0; sleep 0.2; done; '
             f'kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; rm -f {pidf}')
 
 

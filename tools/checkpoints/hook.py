@@ -47,7 +47,8 @@ def before_file_change(ctx: Any, path: Optional[str]) -> None:
     p = Path(path).expanduser()
     full = (p if p.is_absolute() else root / p).resolve()
     if _inside(full, root):
-        _once(ctx, root, f"before a file change ({full.relative_to(root) if full != root else '.'})")
+        shown = full.relative_to(root) if full != root else "."
+        _once(ctx, root, f"before a file change ({shown})")
 
 
 def before_command(ctx: Any, cwd: Path) -> None:
