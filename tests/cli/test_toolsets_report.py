@@ -31,7 +31,7 @@ def test_tools_lists_toolsets_with_their_tools(make_chat):
     chat = make_chat("terminal,file")
     chat.handle_line("/tools")
     lines = chat.out.getvalue().splitlines()
-    assert any(line.split() == ["terminal", "terminal"] for line in lines)
+    assert any(line.split() == ["terminal", "terminal,", "process"] for line in lines)
     assert any(line.split()[:2] == ["file", "read_file,"] for line in lines)
     off = next(line for line in lines if line.split()[0] == "memory")
     assert "(off)" in off and "memory" in off.split(")")[-1]

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import Any, Optional
 
 log = logging.getLogger("hermes.checkpoints")
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
-_told: set[str] = set()  # directories already reported too large in this process
+_too_large: dict[str, float] = {}  # directory -> when it was found too large (not re-listed)
+RECHECK_SECONDS = 600
 
 
 def repo_for(workdir: Path, config: Any) -> Any:
@@ -68,13 +70,14 @@ def _once(ctx: Any, root: Path, why: str) -> None:
         ctx.turn[key] = True
         from tools.checkpoints.store import CheckpointError, TooLarge
 
+        if time.monotonic() - _too_large.get(str(root), -RECHECK_SECONDS) < RECHECK_SECONDS:
+            return
         session = f" [session {ctx.session_id}]" if getattr(ctx, "session_id", None) else ""
         try:
             repo_for(root, ctx.config).snapshot(f"{why}{session}")
         except TooLarge as exc:
-            if str(root) not in _told:
-                _told.add(str(root))
-                log.info("%s", exc)
+            _too_large[str(root)] = time.monotonic()
+            log.info("%s", exc)
         except (CheckpointError, OSError) as exc:
             log.warning("checkpoint of %s failed: %s", root, exc)
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 GIT_TIMEOUT = 300
+LIST_TIMEOUT = 10.0  # seconds git may take to list what a checkpoint would hold
 DEFAULT_EXCLUDES = ("node_modules/", ".venv/", "venv/", "__pycache__/", "*.pyc", ".mypy_cache/",
                     ".pytest_cache/", ".ruff_cache/", ".tox/")
 WORKDIR_FILE = "hermes-workdir"  # which directory a shadow repository belongs to
@@ -134,6 +136,9 @@ class ShadowRepo:
         files = size = 0
         with subprocess.Popen(cmd, cwd=str(self.workdir), env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL) as proc:
+            late = threading.Event()
+            timer = threading.Timer(LIST_TIMEOUT, lambda: (late.set(), proc.kill()))
+            timer.start()  # a home directory: git would walk all of it
             assert proc.stdout is not None
             tail = b""
             for chunk in iter(lambda: proc.stdout.read(65536), b""):
@@ -145,6 +150,10 @@ class ShadowRepo:
                 if files > self.max_files or size > self.max_bytes:
                     proc.kill()
                     break
+            timer.cancel()
+        if late.is_set() and files <= self.max_files and size <= self.max_bytes:
+            raise TooLarge(f"listing {self.workdir} took over {LIST_TIMEOUT:.0f} s; it is not "
+                           "checkpointed")
         if files > self.max_files:
             raise TooLarge(f"{self.workdir} has over {self.max_files:,} files "
                            "(checkpoints.max_files); it is not checkpointed")
