@@ -1,6 +1,7 @@
 """Background processes: the process tool, terminal(background=true), /ps, and no orphans."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -121,6 +122,12 @@ def test_processes_survive_turns_and_slash_ps_lists_them(make_agent, fake_provid
     assert polled["status"] == "running" and polled["output"] == "ready\n"
     lines = ps_lines(agent.session_id)
     assert any(pid_id in ln and "running" in ln and "sleep 60" in ln for ln in lines)
+    from hermes_cli.chat import ChatSession
+    from hermes_cli.render import Renderer
+
+    out = io.StringIO()
+    ChatSession(lambda sid: agent, Renderer(out=out, spinner=False)).handle_line("/ps")
+    assert pid_id in out.getvalue() and "sleep 60" in out.getvalue()
     assert "No background processes" in ps_lines("another-session")[0]
     fake_provider.queue(tool_calls([("process", {"action": "kill", "id": pid_id})]), text("done"))
     agent.run_conversation("stop it")

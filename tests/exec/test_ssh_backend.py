@@ -49,8 +49,9 @@ def test_commands_run_over_ssh_and_keep_their_directory(ctx, tmp_path):
     assert term(ctx, "pwd")["output"] == f"{remote}\n"  # an explicit workdir does not move it
 
 
-def test_one_persistent_connection_per_session(ctx, sshd, tmp_path):
+def test_one_persistent_connection_per_session(ctx, sshd, tmp_path, hermes_home):
     term(ctx, "true")
+    assert "ssh-ed25519" in (hermes_home / "known_hosts").read_text()  # trust on first use, ours
     backend = backends.backend_for(ctx)
     master = backend._master.pid  # noqa: SLF001 - the connection under test
     for _ in range(3):

@@ -45,7 +45,7 @@ class SSHBackend(RemoteBackend):
     def _options(self) -> list[str]:
         from hermes_core.config import hermes_home
 
-        known = f"{hermes_home() / 'known_hosts'} {os.path.expanduser('~/.ssh/known_hosts')}"
+        known = f'"{hermes_home() / "known_hosts"}" "{os.path.expanduser("~/.ssh/known_hosts")}"'
         opts = ["ssh", "-p", str(self.cfg.port), "-o", "BatchMode=yes",
                 "-o", f"ConnectTimeout={self.cfg.connect_timeout}",
                 "-o", "StrictHostKeyChecking=accept-new", "-o", f"UserKnownHostsFile={known}",
