@@ -13,11 +13,12 @@ import json
 import time
 from typing import Any, Callable, Optional
 
+from .backend import Tx, UsesBackend
 from .common import dicts, logger, new_session_id
 
 
-class CronMixin:
-    """Needs ``_write``, ``_read`` and ``_b`` from ``SessionDB``."""
+class CronMixin(UsesBackend):
+    """Jobs and their runs."""
 
     CRON_JOB_COLUMNS = ("name", "prompt", "schedule", "timezone", "deliver", "origin", "skills",
                         "workdir", "repeat", "run_count", "state", "next_run_at", "last_run_at",
@@ -52,7 +53,7 @@ class CronMixin:
         values = self._cron_values(dict(job, created_at=job.get("created_at") or time.time()))
         cols = ", ".join(values)
 
-        def tx(c: Any) -> None:
+        def tx(c: Tx) -> None:
             c.execute(f"INSERT INTO cron_jobs ({cols}, updated_at) "
                       f"VALUES ({', '.join('?' * len(values))}, ?)",
                       (*values.values(), values["created_at"]))
@@ -88,7 +89,7 @@ class CronMixin:
 
     def delete_cron_job(self, job_id: str) -> bool:
         """Remove a job and its run history (output files stay on disk)."""
-        def tx(c: Any) -> bool:
+        def tx(c: Tx) -> bool:
             c.execute("DELETE FROM cron_runs WHERE job_id = ?", (job_id,))
             return c.execute("DELETE FROM cron_jobs WHERE id = ?", (job_id,)).rowcount > 0
         return self._write(tx)
@@ -110,7 +111,7 @@ class CronMixin:
         that occurrence. Missed occurrences get ``missed`` rows; the job's next run, run count and
         state (``completed`` after a one-shot or ``repeat`` runs) move in the same transaction.
         """
-        def tx(c: Any) -> list[dict[str, Any]]:
+        def tx(c: Tx) -> list[dict[str, Any]]:
             jobs = dicts(c.execute("SELECT * FROM cron_jobs WHERE state = 'scheduled' AND "
                                    "next_run_at <= ? ORDER BY next_run_at, id LIMIT ?"
                                    + self._b.FOR_UPDATE, (now, int(limit))))
@@ -118,7 +119,7 @@ class CronMixin:
                     if (run := self._claim_one(c, self._cron_row(row) or {}, now, holder, plan))]
         return self._write(tx)
 
-    def _claim_one(self, c: Any, job: dict[str, Any], now: float, holder: str,
+    def _claim_one(self, c: Tx, job: dict[str, Any], now: float, holder: str,
                    plan: Callable[[dict[str, Any], float], dict[str, Any]]) -> Optional[dict[str, Any]]:
         due = plan(job, now)
         ins = ("INSERT INTO cron_runs (job_id, scheduled_at, trigger, status, claimed_by, started_at,"
@@ -153,7 +154,7 @@ class CronMixin:
     def claim_manual_cron_run(self, job_id: str, now: float, holder: str) -> Optional[dict[str, Any]]:
         """A run requested by hand (``run``), keyed at ``now``; it neither moves the schedule nor
         counts toward ``repeat``. None when the job does not exist."""
-        def tx(c: Any) -> Optional[dict[str, Any]]:
+        def tx(c: Tx) -> Optional[dict[str, Any]]:
             found = dicts(c.execute("SELECT * FROM cron_jobs WHERE id = ?" + self._b.FOR_UPDATE,
                                     (job_id,)))
             if not found:
@@ -178,7 +179,7 @@ class CronMixin:
         claimer looked dead) still gets its real outcome. A success clears the failure notice."""
         now = time.time() if now is None else now
 
-        def tx(c: Any) -> bool:
+        def tx(c: Tx) -> bool:
             row = c.execute("SELECT job_id FROM cron_runs WHERE id = ? AND status IN "
                             "('running', 'unknown')", (run_id,)).fetchone()
             if row is None:

@@ -5,9 +5,11 @@ import json
 import time
 from typing import Any, Optional
 
+from .backend import UsesBackend
 
-class RecordsMixin:
-    """Needs ``_write`` and ``_read`` from ``SessionDB``."""
+
+class RecordsMixin(UsesBackend):
+    """Gateway session keys, API server responses, delegation records."""
 
     # -- gateway session keys ----------------------------------------------------------------
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional
 
+from .backend import UsesBackend
 from .common import fts_fallback_query, logger, message_rows
 
 
-class SearchMixin:
-    """Needs ``_read`` and ``_b`` (``match_text``, ``is_query_error``, ``search_messages_sql``,
-    ``session_hits``, ``add_snippets``) from ``SessionDB``."""
+class SearchMixin(UsesBackend):
+    """The engine's part (``match_text``, ``is_query_error``, ``search_messages_sql``,
+    ``session_hits``, ``add_snippets``) comes from the backend."""
 
     _CHILD = "(s.source IN ('subagent', 'cron') OR s.parent_session_id IS NOT NULL)"
     SEARCH_SORTS = ("newest", "oldest", "relevance")
