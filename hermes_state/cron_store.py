@@ -66,7 +66,8 @@ class CronMixin(UsesBackend):
 
     def find_cron_jobs(self, name: str) -> list[dict[str, Any]]:
         """Jobs whose name is ``name`` (case-insensitive); names are not unique."""
-        rows = self._read("SELECT * FROM cron_jobs WHERE lower(name) = lower(?) ORDER BY created_at",
+        rows = self._read("SELECT * FROM cron_jobs WHERE lower(name) = lower(?)"
+                          " ORDER BY created_at",
                           (name,))
         return [self._cron_row(r) for r in rows]  # type: ignore[misc]
 
@@ -96,7 +97,8 @@ class CronMixin(UsesBackend):
 
     def next_cron_job(self) -> Optional[dict[str, Any]]:
         """The scheduled job that comes due first."""
-        rows = self._read("SELECT * FROM cron_jobs WHERE state = 'scheduled' AND next_run_at IS NOT NULL"
+        rows = self._read("SELECT * FROM cron_jobs WHERE state = 'scheduled'"
+                          " AND next_run_at IS NOT NULL"
                           " ORDER BY next_run_at LIMIT 1")
         return self._cron_row(rows[0]) if rows else None
 
@@ -120,23 +122,25 @@ class CronMixin(UsesBackend):
         return self._write(tx)
 
     def _claim_one(self, c: Tx, job: dict[str, Any], now: float, holder: str,
-                   plan: Callable[[dict[str, Any], float], dict[str, Any]]) -> Optional[dict[str, Any]]:
+                   plan: Callable[[dict[str, Any], float], dict[str, Any]]
+                   ) -> Optional[dict[str, Any]]:
         due = plan(job, now)
-        ins = ("INSERT INTO cron_runs (job_id, scheduled_at, trigger, status, claimed_by, started_at,"
-               " heartbeat_at, finished_at, session_id, error, note) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
-               " ON CONFLICT (job_id, scheduled_at) DO NOTHING")
-        if due.get("error"):  # the job cannot be planned (e.g. a corrupt schedule): park it, say why
+        ins = ("INSERT INTO cron_runs (job_id, scheduled_at, trigger, status, claimed_by,"
+               " started_at, heartbeat_at, finished_at, session_id, error, note)"
+               " VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (job_id, scheduled_at) DO NOTHING")
+        # the job cannot be planned (e.g. a corrupt schedule): park it, say why
+        if due.get("error"):
             c.execute(ins, (job["id"], job["next_run_at"], "schedule", "failed", holder, now, None,
                             now, None, due["error"], None))
-            c.execute("UPDATE cron_jobs SET state = 'paused', last_status = 'failed', updated_at = ?"
-                      " WHERE id = ?", (now, job["id"]))
+            c.execute("UPDATE cron_jobs SET state = 'paused', last_status = 'failed',"
+                      " updated_at = ? WHERE id = ?", (now, job["id"]))
             return None
         for missed in due.get("missed") or ():
             c.execute(ins, (job["id"], missed, "schedule", "missed", None, None, None, now, None,
                             None, "no scheduler was running at this time"))
         sid = new_session_id()
-        won_row = c.execute(ins + " RETURNING id", (job["id"], due["fire_at"], "schedule", "running",
-                                                     holder, now, now, None, sid, None,
+        won_row = c.execute(ins + " RETURNING id", (job["id"], due["fire_at"], "schedule",
+                                                     "running", holder, now, now, None, sid, None,
                                                      due.get("note"))).fetchone()
         won = won_row is not None
         count = int(job.get("run_count") or 0) + won
@@ -151,7 +155,8 @@ class CronMixin(UsesBackend):
         return dict(job, run_id=int(won_row[0]), scheduled_at=due["fire_at"], session_id=sid,
                     trigger="schedule", run_count=count)
 
-    def claim_manual_cron_run(self, job_id: str, now: float, holder: str) -> Optional[dict[str, Any]]:
+    def claim_manual_cron_run(self, job_id: str, now: float,
+                              holder: str) -> Optional[dict[str, Any]]:
         """A run requested by hand (``run``), keyed at ``now``; it neither moves the schedule nor
         counts toward ``repeat``. None when the job does not exist."""
         def tx(c: Tx) -> Optional[dict[str, Any]]:
@@ -167,7 +172,8 @@ class CronMixin(UsesBackend):
             run_id = c.execute("INSERT INTO cron_runs (job_id, scheduled_at, trigger, status,"
                                " claimed_by, started_at, heartbeat_at, session_id)"
                                " VALUES (?,?,?,?,?,?,?,?) RETURNING id",
-                               (job_id, at, "manual", "running", holder, now, now, sid)).fetchone()[0]
+                               (job_id, at, "manual", "running", holder, now, now, sid)
+                               ).fetchone()[0]
             return dict(self._cron_row(row) or {}, run_id=int(run_id), scheduled_at=at,
                         session_id=sid, trigger="manual")
         return self._write(tx)
@@ -184,8 +190,9 @@ class CronMixin(UsesBackend):
                             "('running', 'unknown')", (run_id,)).fetchone()
             if row is None:
                 return False
-            c.execute("UPDATE cron_runs SET status = ?, finished_at = ?, error = ?, output_path = ?,"
-                      " delivery = ? WHERE id = ?", (status, now, error, output_path, delivery, run_id))
+            c.execute("UPDATE cron_runs SET status = ?, finished_at = ?, error = ?,"
+                      " output_path = ?, delivery = ? WHERE id = ?",
+                      (status, now, error, output_path, delivery, run_id))
             clear = ", last_failure = NULL" if status in ("ok", "silent") else ""
             c.execute(f"UPDATE cron_jobs SET last_status = ?, last_run_at = ?{clear} WHERE id = ?",
                       (status, now, row[0]))
@@ -209,13 +216,15 @@ class CronMixin(UsesBackend):
         return [dict(r) for r in self._read("SELECT * FROM cron_runs WHERE status = 'running'")]
 
     def mark_cron_runs_unknown(self, run_ids: list[int], note: str) -> int:
-        """Runs whose claimer died: ``unknown``, finished, never re-fired (the row keeps the key)."""
+        """Runs whose claimer died: ``unknown``, finished, never re-fired (the row keeps the
+        key)."""
         if not run_ids:
             return 0
         marks = ",".join("?" * len(run_ids))
         return self._write(lambda c: c.execute(
             f"UPDATE cron_runs SET status = 'unknown', finished_at = ?, note = ? "
-            f"WHERE status = 'running' AND id IN ({marks})", (time.time(), note, *run_ids)).rowcount)
+            f"WHERE status = 'running' AND id IN ({marks})",
+            (time.time(), note, *run_ids)).rowcount)
 
     def get_cron_run(self, run_id: int) -> Optional[dict[str, Any]]:
         rows = self._read("SELECT * FROM cron_runs WHERE id = ?", (run_id,))

@@ -32,7 +32,8 @@ class LocksMixin(UsesBackend):
                 row = None
             if row is None:
                 return c.execute("INSERT INTO compression_locks (session_id, holder, acquired_at,"
-                                 " expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING",
+                                 " expires_at) VALUES (?, ?, ?, ?)"
+                                 " ON CONFLICT (session_id) DO NOTHING",
                                  (session_id, holder, now, now + ttl_seconds)).rowcount == 1
             if row[0] == holder:
                 c.execute("UPDATE compression_locks SET expires_at = ? WHERE session_id = ?",

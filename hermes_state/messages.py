@@ -74,7 +74,8 @@ class MessagesMixin(UsesBackend):
         return self._write(lambda c: self._insert_messages(c, session_id, [msg]))[0]
 
     def append_messages(self, session_id: str, messages: list[dict[str, Any]],
-                        usage: Optional[tuple[int, int]] = None, fence: Optional[Fence] = None) -> list[int]:
+                        usage: Optional[tuple[int, int]] = None,
+                        fence: Optional[Fence] = None) -> list[int]:
         """Persist OpenAI-format message dicts in one transaction (all or nothing).
 
         ``usage`` (prompt, completion tokens) is added to the session's counters in the same
@@ -128,7 +129,8 @@ class MessagesMixin(UsesBackend):
 
     def replace_active_messages(self, session_id: str, new_messages: list[dict[str, Any]],
                                 replaced_ids: Iterable[int], *,
-                                lock_holder: Optional[str] = None, fence: Optional[Fence] = None) -> list[int]:
+                                lock_holder: Optional[str] = None,
+                                fence: Optional[Fence] = None) -> list[int]:
         """Persist a compaction in place, in one transaction, deleting nothing.
 
         Exactly the rows ``replaced_ids`` (those the compacting agent read or wrote) become
@@ -155,8 +157,8 @@ class MessagesMixin(UsesBackend):
             seqs = {int(i): int(s) for i, s in c.execute(
                 "SELECT id, seq FROM messages WHERE session_id = ?", (session_id,)).fetchall()}
             mine = [i for i in replaced if i in seqs]  # ids of another session are ignored
-            c.executemany("UPDATE messages SET active = 0, compacted = 1 WHERE id = ? AND active = 1",
-                          [(i,) for i in mine])
+            c.executemany("UPDATE messages SET active = 0, compacted = 1"
+                          " WHERE id = ? AND active = 1", [(i,) for i in mine])
             if not mine:
                 ids = self._insert_messages(c, session_id, list(new_messages))
             else:
@@ -168,7 +170,8 @@ class MessagesMixin(UsesBackend):
 
     def _insert_at(self, c: Tx, session_id: str, messages: list[dict[str, Any]],
                    seqs: dict[int, int], replaced: set[int]) -> list[int]:
-        """Renumber from the first replaced row on: the replaced rows, ``messages``, every other row.
+        """Renumber from the first replaced row on: the replaced rows, ``messages``, every other
+        row.
 
         So the compacted rows still read in place in a full transcript, and a row another
         writer appended meanwhile follows the compaction in the live history."""

@@ -39,7 +39,8 @@ class SessionsMixin(UsesBackend):
     def _check_title_free(c: Tx, sid: str, title: Optional[str]) -> None:
         if title is None:
             return
-        row = c.execute("SELECT id FROM sessions WHERE title = ? AND id != ?", (title, sid)).fetchone()
+        row = c.execute("SELECT id FROM sessions WHERE title = ? AND id != ?",
+                        (title, sid)).fetchone()
         if row:
             raise ValueError(f"the title {title!r} is already used by session {row[0]}; "
                              "pick another title")
@@ -100,7 +101,8 @@ class SessionsMixin(UsesBackend):
                              completion_tokens: int = 0) -> bool:
         """Add one call's token usage to the session totals."""
         return self._update_session(
-            session_id, "prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?",
+            session_id,
+            "prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?",
             (int(prompt_tokens or 0), int(completion_tokens or 0)))
 
     def resolve_session(self, ref: str) -> Optional[str]:
@@ -108,7 +110,8 @@ class SessionsMixin(UsesBackend):
         ref = (ref or "").strip()
         if not ref:
             return None
-        for sql in ("SELECT id FROM sessions WHERE id = ?", "SELECT id FROM sessions WHERE title = ?"):
+        for sql in ("SELECT id FROM sessions WHERE id = ?",
+                    "SELECT id FROM sessions WHERE title = ?"):
             rows = self._read(sql, (ref,))
             if rows:
                 return rows[0][0]
@@ -152,7 +155,8 @@ class SessionsMixin(UsesBackend):
         return [r for r in rows if r is not None]
 
     def prune_sessions(self, older_than_days: float, source: Optional[str] = None,
-                       keep_active_within: float = 0.0, only: Optional[Iterable[str]] = None) -> int:
+                       keep_active_within: float = 0.0,
+                       only: Optional[Iterable[str]] = None) -> int:
         """Delete sessions with no activity (update or end) for ``older_than_days`` (and none
         within ``keep_active_within`` seconds); with ``only``, just those of them (what the user
         was shown: a session that became active since stays).

@@ -62,7 +62,8 @@ class SessionDB(SessionsMixin, MessagesMixin, SearchMixin, LocksMixin, CronMixin
     ``recent_sessions``.
     Gateway: ``bind_session_key``, ``get_session_for_key``, ``unbind_session_key``; pairing
     (``pairing_read``, ``pairing_update``, ``pairing_import``, ``pairing_platforms``); API
-    server responses: ``save_response``, ``get_response``, ``delete_response``. Delegation: ``record_delegation``, ``list_children``.
+    server responses: ``save_response``, ``get_response``, ``delete_response``. Delegation:
+    ``record_delegation``, ``list_children``.
     Scheduled jobs (SPEC §12): ``add_cron_job``, ``get_cron_job``, ``find_cron_jobs``,
     ``list_cron_jobs``, ``update_cron_job``, ``delete_cron_job``, ``next_cron_job``; runs:
     ``claim_due_cron_runs`` (the exactly-once claim), ``claim_manual_cron_run``,
@@ -87,9 +88,9 @@ class SessionDB(SessionsMixin, MessagesMixin, SearchMixin, LocksMixin, CronMixin
         self._b: StoreBackend = backend
         # what only a SQLite store has: its file and its one connection (``conn``)
         self._sqlite = backend if isinstance(backend, SQLiteBackend) else None
-        self.backend: str = backend.name
+        self.backend: str = self._b.name
         self.db_path: Optional[Path] = self._sqlite.db_path if self._sqlite else None
-        self.label: str = backend.label  # the path, or the URL without its password
+        self.label: str = self._b.label  # the path, or the URL without its password
 
     @classmethod
     def from_config(cls, cfg: "HermesConfig") -> "SessionDB":

@@ -88,6 +88,22 @@ def test_processes_migrating_at_once_apply_each_migration_once(pg_cluster, tmp_p
         assert db.count_sessions() == 4
 
 
+def test_processes_upgrading_an_old_database_at_once_record_each_name_once(pg_cluster,
+                                                                           tmp_path):
+    from tests.legacy_stores import postgres_store
+
+    url = pg_cluster.new_database(migrated=False)
+    postgres_store(url, 1)
+    outs = run_children(tmp_path, """
+        wait_for_go()
+        from hermes_state import SessionDB
+        with SessionDB(url=db_url) as db:
+            print(",".join(db.applied_migrations()))
+    """, url, 4)
+    assert outs == [",".join(NAMES)] * 4
+    assert recorded(url) == sorted(NAMES)  # a name twice would fail its primary key anyway
+
+
 def test_four_processes_claim_one_cron_occurrence_once(pg_url, tmp_path):
     with SessionDB(url=pg_url) as db:
         db.add_cron_job({"id": "job1", "prompt": "p", "schedule": "every 10m", "timezone": "UTC",
