@@ -134,19 +134,22 @@ def applied(conn: Any) -> list[str]:
 
 
 def _locked_names(conn: Any, label: str) -> list[str]:
-    """Inside a transaction: take the migration lock, create ``schema_migrations`` (a database
-    from before it gets the names its ``schema_version`` stands for); the recorded names."""
+    """Inside a transaction: take the migration lock; every name this database has applied.
+    Creates ``schema_migrations`` and records the names the old ``schema_version`` stands for
+    that are missing (a database from before the names, or one a host still on a Hermes from
+    before them migrated since). A name this Hermes does not know raises ``SessionDBError``."""
     conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK_KEY,))
-    if not _exists(conn, "schema_migrations"):
-        version = 0
-        if _exists(conn, _LEGACY):
-            row = conn.execute(f"SELECT coalesce(max(version), 0) FROM {_LEGACY}").fetchone()
-            version = int(row[0])
-        conn.execute(_TABLE)
-        conn.cursor().executemany(
-            "INSERT INTO schema_migrations (name, applied_at) VALUES (%s, NULL)",
-            [(n,) for n in from_schema_version(version, label)])
-    return applied(conn)
+    done = applied(conn)
+    refuse_unknown(done, label)
+    conn.execute(_TABLE)
+    version = 0
+    if _exists(conn, _LEGACY):
+        version = int(conn.execute(f"SELECT coalesce(max(version), 0) FROM {_LEGACY}"
+                                   ).fetchone()[0])
+    missing = [n for n in from_schema_version(version, label) if n not in done]
+    conn.cursor().executemany("INSERT INTO schema_migrations (name, applied_at)"
+                              " VALUES (%s, NULL)", [(n,) for n in missing])
+    return in_order([*done, *missing])
 
 
 def _apply(conn: Any, name: str, done: list[str]) -> None:
@@ -171,9 +174,7 @@ def migrate(conn: Any, label: str) -> int:
     Hermes migrated (a name not in ``NAMES``) raises ``SessionDBError`` naming it.
     """
     with conn.transaction():
-        done = _locked_names(conn, label)
-        refuse_unknown(done, label)
-        todo = pending(done)
+        todo = pending(_locked_names(conn, label))
     count = 0
     for name in todo:
         with conn.transaction():

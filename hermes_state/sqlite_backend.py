@@ -128,11 +128,10 @@ class SQLiteBackend:
         refuse_unknown(done, self.label)
         if not pending(done):
             return
-        done = self.write(lambda c: sqlite_schema.record_legacy(c, self.label))
-        refuse_unknown(done, self.label)
+        done = self.write(lambda c: sqlite_schema.recorded(c, self.label))
         for name in pending(done):
             def step(c: Tx, name: str = name) -> bool:
-                return sqlite_schema.apply(c, name)
+                return sqlite_schema.apply(c, name, self.label)
             try:
                 self.write(step)
             except sqlite3.Error as exc:

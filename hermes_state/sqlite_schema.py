@@ -7,7 +7,7 @@ import time
 from typing import Callable
 
 from .backend import Tx
-from .migrations import check_steps, from_user_version, in_order, prefix_count
+from .migrations import check_steps, from_user_version, in_order, prefix_count, refuse_unknown
 
 
 def _m1_core(c: Tx) -> None:
@@ -135,7 +135,8 @@ STEPS: dict[str, Step] = {"core": _m1_core, "fts": _m2_fts, "delegations": _m3_d
 check_steps("sqlite", STEPS)
 
 # applied_at NULL: recorded from the old user_version, when it was applied is not known
-_TABLE = "CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at REAL)"
+_TABLE = ("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY,"
+          " applied_at REAL)")
 
 
 def _has_table(c: Tx) -> bool:
@@ -150,21 +151,25 @@ def applied(c: Tx) -> list[str]:
     return in_order(r[0] for r in c.execute("SELECT name FROM schema_migrations").fetchall())
 
 
-def record_legacy(c: Tx, label: str) -> list[str]:
-    """In a write transaction: create ``schema_migrations``; a file from before it gets the
-    names its ``user_version`` stands for. Returns every recorded name."""
-    if not _has_table(c):
-        names = from_user_version(int(c.execute("PRAGMA user_version").fetchone()[0]), label)
-        c.execute(_TABLE)
-        c.executemany("INSERT INTO schema_migrations (name, applied_at) VALUES (?, NULL)",
-                      [(n,) for n in names])
-    return applied(c)
+def recorded(c: Tx, label: str) -> list[str]:
+    """In a write transaction: every name this file has applied. Creates ``schema_migrations``
+    and records the names the old ``user_version`` stands for that are missing (a file from
+    before the names, or one a Hermes from before them migrated since). A name this Hermes does
+    not know raises ``SessionDBError``."""
+    done = applied(c)
+    refuse_unknown(done, label)
+    c.execute(_TABLE)
+    legacy = from_user_version(int(c.execute("PRAGMA user_version").fetchone()[0]), label)
+    missing = [n for n in legacy if n not in done]
+    c.executemany("INSERT INTO schema_migrations (name, applied_at) VALUES (?, NULL)",
+                  [(n,) for n in missing])
+    return in_order([*done, *missing])
 
 
-def apply(c: Tx, name: str) -> bool:
+def apply(c: Tx, name: str, label: str) -> bool:
     """In a write transaction: apply ``name`` unless recorded (another process may just have);
     ``user_version`` follows, for a Hermes from before the names. True when it ran here."""
-    done = applied(c)
+    done = recorded(c, label)
     if name in done:
         return False
     STEPS[name](c)

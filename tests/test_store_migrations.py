@@ -127,6 +127,16 @@ def test_a_current_sqlite_file_from_before_the_names_records_them_all(tmp_path: 
         assert set(_records(db).values()) == {None}  # nothing re-ran
 
 
+def test_a_migration_a_numbered_hermes_applied_meanwhile_is_recorded_not_rerun(tmp_path):
+    """Two versions upgrading one file at once: the old one applies ``owners`` (and bumps
+    user_version) between this one's steps, so the name is missing while its columns exist."""
+    path = tmp_path / "state.db"
+    with SessionDB(path) as db:
+        db.execute("DELETE FROM schema_migrations WHERE name = 'owners'")
+    with SessionDB(path) as db:  # running owners again would fail: its columns exist
+        assert db.applied_migrations() == list(NAMES) and _records(db)["owners"] is None
+
+
 # ----------------------------------------------------------------------------- PostgreSQL
 
 
@@ -166,6 +176,10 @@ def test_a_postgres_database_at_version_3_records_them_all(pg_cluster) -> None:
     with SessionDB(url=url) as db:
         assert db.applied_migrations() == list(NAMES)
         assert set(_records(db).values()) == {None}
+        # a host still on the numbered Hermes applied owners while this one was upgrading
+        db.execute("DELETE FROM schema_migrations WHERE name = 'owners'")
+    with SessionDB(url=url) as db:  # recorded from schema_version, not run twice
+        assert db.applied_migrations() == list(NAMES) and _records(db)["owners"] is None
 
 
 # ----------------------------------------------------------------------------- pure logic
