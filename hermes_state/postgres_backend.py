@@ -151,8 +151,8 @@ class PostgresBackend:
             raise self._unreachable(exc) from None
         except psycopg.Error as exc:
             raise SessionDBError(f"cannot upgrade the session store {self.label}: "
-                                 f"{self._scrub(exc)}; the migration that failed left it as it"
-                                 " was") from None
+                                 f"{self._scrub(exc)}; the store is as it was before that"
+                                 " migration") from None
         size = pool_size or DEFAULT_POOL_SIZE
         return ConnectionPool(self.url, min_size=1, max_size=size, open=True, name="hermes",
                               kwargs=self._connect_kwargs(), timeout=POOL_WAIT, num_workers=1)

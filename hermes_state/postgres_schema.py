@@ -13,6 +13,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import psycopg
+
 from .migrations import (check_steps, from_schema_version, in_order,
                          legacy_schema_version, pending, refuse_unknown)
 
@@ -177,9 +179,12 @@ def migrate(conn: Any, label: str) -> int:
         todo = pending(_locked_names(conn, label))
     count = 0
     for name in todo:
-        with conn.transaction():
-            done = _locked_names(conn, label)
-            if name not in done:
-                _apply(conn, name, done)
-                count += 1
+        try:
+            with conn.transaction():
+                done = _locked_names(conn, label)
+                if name not in done:
+                    _apply(conn, name, done)
+                    count += 1
+        except psycopg.Error as exc:  # same kind (a lost connection stays one), step named
+            raise type(exc)(f"migration {name!r} failed: {exc}") from exc
     return count

@@ -3,9 +3,9 @@
 The logic lives once, in the mixins (sessions, messages, search, locks, cron, records, pairing);
 what differs between the engines (connecting, transactions and their retries, migrations,
 full-text search, advisory locks) lives in ``sqlite_backend`` / ``postgres_backend``, reached only
-through ``backend.StoreBackend``. Shared SQL is written
-with ``?`` placeholders and plain SQL both engines accept (upserts with ``ON CONFLICT``,
-``RETURNING``); a backend supplies the few words that differ (``FOR_UPDATE``, ``GREATEST``).
+through ``backend.StoreBackend``. Shared SQL is written with ``?`` placeholders and plain SQL
+both engines accept (upserts with ``ON CONFLICT``, ``RETURNING``); a backend supplies the few
+words that differ (``FOR_UPDATE``, ``GREATEST``).
 """
 from __future__ import annotations
 

@@ -91,6 +91,29 @@ def test_integrity_check_names_a_missing_migration(store: SessionDB) -> None:
     assert "migrations not applied: owners" in store.integrity_check()
 
 
+def _owner_column_already_there(c: Any) -> None:
+    _old_rows(c)
+    c.execute("ALTER TABLE sessions ADD COLUMN owner TEXT")  # the owners step will collide
+
+
+def test_a_failing_step_is_named_and_leaves_the_store_as_it_was(tmp_path, pg_cluster) -> None:
+    path = tmp_path / "old.db"
+    sqlite_store(path, 6, _owner_column_already_there)
+    url = pg_cluster.new_database(migrated=False)
+    postgres_store(url, 2, _owner_column_already_there)
+    for ref in (str(path), url):
+        with pytest.raises(SessionDBError) as err:
+            _open(ref)
+        msg = str(err.value)
+        assert "cannot upgrade the session store" in msg and "migration 'owners' failed" in msg
+        assert "as it was" in msg
+    raw = sqlite3.connect(path)
+    assert raw.execute("SELECT count(*) FROM sessions").fetchone()[0] == 2
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == 6
+    assert sorted(r[0] for r in raw.execute("SELECT name FROM schema_migrations")) == \
+        sorted(NAMES[:6])
+
+
 # ----------------------------------------------------------------------------- SQLite
 
 
