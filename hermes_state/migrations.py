@@ -7,8 +7,9 @@ the schema; never rename, reorder or edit an old one.
 
 Stores from before the names counted instead: SQLite's ``PRAGMA user_version`` = how many of
 the first names were applied; PostgreSQL's ``schema_version`` table held 1 for the first five,
-then one more per name. Both are read once, to record the names they stand for, and kept
-current afterwards, so a Hermes from before the names still finds the store up to date.
+then one more per name. Every migration transaction records the names they stand for (a
+Hermes from before the names may be upgrading the same store at once) and keeps them current,
+so such a Hermes still finds the store up to date.
 """
 from __future__ import annotations
 
