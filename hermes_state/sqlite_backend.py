@@ -122,8 +122,8 @@ class SQLiteBackend:
 
     def _migrate(self) -> None:
         """Apply the migrations this file has not recorded, each in its own write transaction
-        (another process may be migrating too: each step re-reads what is recorded). Cheap (two
-        reads) when up to date; a file a newer Hermes migrated is refused."""
+        (another process may be migrating too: each step re-reads what is recorded). Cheap (one
+        read) when up to date; a file a newer Hermes migrated is refused."""
         done = self.applied_migrations()
         refuse_unknown(done, self.label)
         if not pending(done):

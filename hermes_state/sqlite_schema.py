@@ -3,6 +3,7 @@ once, in its own transaction, and recorded in ``schema_migrations``. Add a name 
 to change the schema; never edit an old one. ``postgres_schema`` has the same names."""
 from __future__ import annotations
 
+import sqlite3
 import time
 from typing import Callable
 
@@ -139,16 +140,16 @@ _TABLE = ("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY,"
           " applied_at REAL)")
 
 
-def _has_table(c: Tx) -> bool:
-    return c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'"
-                     " AND name = 'schema_migrations'").fetchone() is not None
-
-
 def applied(c: Tx) -> list[str]:
-    """The names recorded in this file (none before ``schema_migrations`` exists)."""
-    if not _has_table(c):
+    """The names recorded in this file (none before ``schema_migrations`` exists). One
+    statement: it runs on every open."""
+    try:
+        rows = c.execute("SELECT name FROM schema_migrations").fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
         return []
-    return in_order(r[0] for r in c.execute("SELECT name FROM schema_migrations").fetchall())
+    return in_order(r[0] for r in rows)
 
 
 def recorded(c: Tx, label: str) -> list[str]:
