@@ -13,11 +13,12 @@ import json
 import time
 from typing import Any, Callable, Optional
 
+from .backend import Tx, UsesBackend
 from .common import dicts, logger, new_session_id
 
 
-class CronMixin:
-    """Needs ``_write``, ``_read`` and ``_b`` from ``SessionDB``."""
+class CronMixin(UsesBackend):
+    """Jobs and their runs."""
 
     CRON_JOB_COLUMNS = ("name", "prompt", "schedule", "timezone", "deliver", "origin", "skills",
                         "workdir", "repeat", "run_count", "state", "next_run_at", "last_run_at",
@@ -52,7 +53,7 @@ class CronMixin:
         values = self._cron_values(dict(job, created_at=job.get("created_at") or time.time()))
         cols = ", ".join(values)
 
-        def tx(c: Any) -> None:
+        def tx(c: Tx) -> None:
             c.execute(f"INSERT INTO cron_jobs ({cols}, updated_at) "
                       f"VALUES ({', '.join('?' * len(values))}, ?)",
                       (*values.values(), values["created_at"]))
@@ -65,7 +66,8 @@ class CronMixin:
 
     def find_cron_jobs(self, name: str) -> list[dict[str, Any]]:
         """Jobs whose name is ``name`` (case-insensitive); names are not unique."""
-        rows = self._read("SELECT * FROM cron_jobs WHERE lower(name) = lower(?) ORDER BY created_at",
+        rows = self._read("SELECT * FROM cron_jobs WHERE lower(name) = lower(?)"
+                          " ORDER BY created_at",
                           (name,))
         return [self._cron_row(r) for r in rows]  # type: ignore[misc]
 
@@ -88,14 +90,15 @@ class CronMixin:
 
     def delete_cron_job(self, job_id: str) -> bool:
         """Remove a job and its run history (output files stay on disk)."""
-        def tx(c: Any) -> bool:
+        def tx(c: Tx) -> bool:
             c.execute("DELETE FROM cron_runs WHERE job_id = ?", (job_id,))
             return c.execute("DELETE FROM cron_jobs WHERE id = ?", (job_id,)).rowcount > 0
         return self._write(tx)
 
     def next_cron_job(self) -> Optional[dict[str, Any]]:
         """The scheduled job that comes due first."""
-        rows = self._read("SELECT * FROM cron_jobs WHERE state = 'scheduled' AND next_run_at IS NOT NULL"
+        rows = self._read("SELECT * FROM cron_jobs WHERE state = 'scheduled'"
+                          " AND next_run_at IS NOT NULL"
                           " ORDER BY next_run_at LIMIT 1")
         return self._cron_row(rows[0]) if rows else None
 
@@ -110,7 +113,7 @@ class CronMixin:
         that occurrence. Missed occurrences get ``missed`` rows; the job's next run, run count and
         state (``completed`` after a one-shot or ``repeat`` runs) move in the same transaction.
         """
-        def tx(c: Any) -> list[dict[str, Any]]:
+        def tx(c: Tx) -> list[dict[str, Any]]:
             jobs = dicts(c.execute("SELECT * FROM cron_jobs WHERE state = 'scheduled' AND "
                                    "next_run_at <= ? ORDER BY next_run_at, id LIMIT ?"
                                    + self._b.FOR_UPDATE, (now, int(limit))))
@@ -118,24 +121,26 @@ class CronMixin:
                     if (run := self._claim_one(c, self._cron_row(row) or {}, now, holder, plan))]
         return self._write(tx)
 
-    def _claim_one(self, c: Any, job: dict[str, Any], now: float, holder: str,
-                   plan: Callable[[dict[str, Any], float], dict[str, Any]]) -> Optional[dict[str, Any]]:
+    def _claim_one(self, c: Tx, job: dict[str, Any], now: float, holder: str,
+                   plan: Callable[[dict[str, Any], float], dict[str, Any]]
+                   ) -> Optional[dict[str, Any]]:
         due = plan(job, now)
-        ins = ("INSERT INTO cron_runs (job_id, scheduled_at, trigger, status, claimed_by, started_at,"
-               " heartbeat_at, finished_at, session_id, error, note) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
-               " ON CONFLICT (job_id, scheduled_at) DO NOTHING")
-        if due.get("error"):  # the job cannot be planned (e.g. a corrupt schedule): park it, say why
+        ins = ("INSERT INTO cron_runs (job_id, scheduled_at, trigger, status, claimed_by,"
+               " started_at, heartbeat_at, finished_at, session_id, error, note)"
+               " VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (job_id, scheduled_at) DO NOTHING")
+        # the job cannot be planned (e.g. a corrupt schedule): park it, say why
+        if due.get("error"):
             c.execute(ins, (job["id"], job["next_run_at"], "schedule", "failed", holder, now, None,
                             now, None, due["error"], None))
-            c.execute("UPDATE cron_jobs SET state = 'paused', last_status = 'failed', updated_at = ?"
-                      " WHERE id = ?", (now, job["id"]))
+            c.execute("UPDATE cron_jobs SET state = 'paused', last_status = 'failed',"
+                      " updated_at = ? WHERE id = ?", (now, job["id"]))
             return None
         for missed in due.get("missed") or ():
             c.execute(ins, (job["id"], missed, "schedule", "missed", None, None, None, now, None,
                             None, "no scheduler was running at this time"))
         sid = new_session_id()
-        won_row = c.execute(ins + " RETURNING id", (job["id"], due["fire_at"], "schedule", "running",
-                                                     holder, now, now, None, sid, None,
+        won_row = c.execute(ins + " RETURNING id", (job["id"], due["fire_at"], "schedule",
+                                                     "running", holder, now, now, None, sid, None,
                                                      due.get("note"))).fetchone()
         won = won_row is not None
         count = int(job.get("run_count") or 0) + won
@@ -150,10 +155,11 @@ class CronMixin:
         return dict(job, run_id=int(won_row[0]), scheduled_at=due["fire_at"], session_id=sid,
                     trigger="schedule", run_count=count)
 
-    def claim_manual_cron_run(self, job_id: str, now: float, holder: str) -> Optional[dict[str, Any]]:
+    def claim_manual_cron_run(self, job_id: str, now: float,
+                              holder: str) -> Optional[dict[str, Any]]:
         """A run requested by hand (``run``), keyed at ``now``; it neither moves the schedule nor
         counts toward ``repeat``. None when the job does not exist."""
-        def tx(c: Any) -> Optional[dict[str, Any]]:
+        def tx(c: Tx) -> Optional[dict[str, Any]]:
             found = dicts(c.execute("SELECT * FROM cron_jobs WHERE id = ?" + self._b.FOR_UPDATE,
                                     (job_id,)))
             if not found:
@@ -166,7 +172,8 @@ class CronMixin:
             run_id = c.execute("INSERT INTO cron_runs (job_id, scheduled_at, trigger, status,"
                                " claimed_by, started_at, heartbeat_at, session_id)"
                                " VALUES (?,?,?,?,?,?,?,?) RETURNING id",
-                               (job_id, at, "manual", "running", holder, now, now, sid)).fetchone()[0]
+                               (job_id, at, "manual", "running", holder, now, now, sid)
+                               ).fetchone()[0]
             return dict(self._cron_row(row) or {}, run_id=int(run_id), scheduled_at=at,
                         session_id=sid, trigger="manual")
         return self._write(tx)
@@ -178,13 +185,14 @@ class CronMixin:
         claimer looked dead) still gets its real outcome. A success clears the failure notice."""
         now = time.time() if now is None else now
 
-        def tx(c: Any) -> bool:
+        def tx(c: Tx) -> bool:
             row = c.execute("SELECT job_id FROM cron_runs WHERE id = ? AND status IN "
                             "('running', 'unknown')", (run_id,)).fetchone()
             if row is None:
                 return False
-            c.execute("UPDATE cron_runs SET status = ?, finished_at = ?, error = ?, output_path = ?,"
-                      " delivery = ? WHERE id = ?", (status, now, error, output_path, delivery, run_id))
+            c.execute("UPDATE cron_runs SET status = ?, finished_at = ?, error = ?,"
+                      " output_path = ?, delivery = ? WHERE id = ?",
+                      (status, now, error, output_path, delivery, run_id))
             clear = ", last_failure = NULL" if status in ("ok", "silent") else ""
             c.execute(f"UPDATE cron_jobs SET last_status = ?, last_run_at = ?{clear} WHERE id = ?",
                       (status, now, row[0]))
@@ -208,13 +216,15 @@ class CronMixin:
         return [dict(r) for r in self._read("SELECT * FROM cron_runs WHERE status = 'running'")]
 
     def mark_cron_runs_unknown(self, run_ids: list[int], note: str) -> int:
-        """Runs whose claimer died: ``unknown``, finished, never re-fired (the row keeps the key)."""
+        """Runs whose claimer died: ``unknown``, finished, never re-fired (the row keeps the
+        key)."""
         if not run_ids:
             return 0
         marks = ",".join("?" * len(run_ids))
         return self._write(lambda c: c.execute(
             f"UPDATE cron_runs SET status = 'unknown', finished_at = ?, note = ? "
-            f"WHERE status = 'running' AND id IN ({marks})", (time.time(), note, *run_ids)).rowcount)
+            f"WHERE status = 'running' AND id IN ({marks})",
+            (time.time(), note, *run_ids)).rowcount)
 
     def get_cron_run(self, run_id: int) -> Optional[dict[str, Any]]:
         rows = self._read("SELECT * FROM cron_runs WHERE id = ?", (run_id,))

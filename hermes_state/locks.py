@@ -7,13 +7,14 @@ row is read ``FOR UPDATE`` on PostgreSQL and the insert yields to a concurrent o
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
+from .backend import Tx, UsesBackend
 from .common import SessionDBError, holder_is_dead, logger
 
 
-class LocksMixin:
-    """Needs ``_write``, ``_read`` and ``_b`` from ``SessionDB``."""
+class LocksMixin(UsesBackend):
+    """The compression lock of a session."""
 
     def try_acquire_compression_lock(self, session_id: str, holder: str,
                                      ttl_seconds: float = 300) -> bool:
@@ -21,7 +22,7 @@ class LocksMixin:
 
         Re-acquiring by the same holder refreshes the lease. Any database error returns False.
         """
-        def tx(c: Any) -> bool:
+        def tx(c: Tx) -> bool:
             now = time.time()
             row = c.execute("SELECT holder, expires_at FROM compression_locks "
                             "WHERE session_id = ?" + self._b.FOR_UPDATE, (session_id,)).fetchone()
@@ -31,7 +32,8 @@ class LocksMixin:
                 row = None
             if row is None:
                 return c.execute("INSERT INTO compression_locks (session_id, holder, acquired_at,"
-                                 " expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING",
+                                 " expires_at) VALUES (?, ?, ?, ?)"
+                                 " ON CONFLICT (session_id) DO NOTHING",
                                  (session_id, holder, now, now + ttl_seconds)).rowcount == 1
             if row[0] == holder:
                 c.execute("UPDATE compression_locks SET expires_at = ? WHERE session_id = ?",
@@ -40,10 +42,11 @@ class LocksMixin:
             return False
         return self._lock_write(tx, "acquire", session_id)
 
-    def _lock_write(self, fn: Callable[[Any], bool], what: str, session_id: str) -> bool:
+    def _lock_write(self, fn: Callable[[Tx], bool], what: str, session_id: str) -> bool:
+        failures: tuple[type[BaseException], ...] = (*self._b.errors, SessionDBError)
         try:
             return self._write(fn)
-        except (*self._b.errors, SessionDBError) as exc:
+        except failures as exc:
             logger.warning("compression lock %s for %s failed: %s", what, session_id, exc)
             return False
 

@@ -9,6 +9,7 @@ import json
 import time
 from typing import Any, Iterable, Optional
 
+from .backend import Fence, Tx, UsesBackend
 from .common import (CompressionLockLost, decode_content, encode_content, logger, message_rows,
                      parse_tool_calls)
 
@@ -17,18 +18,18 @@ MESSAGE_COLUMNS = ("id, session_id, role, content, content_parts, tool_calls, to
                    " tool_name, created_at, token_count, active, compacted, seq")
 
 
-class MessagesMixin:
-    """Message rows. Needs ``_write``, ``_read`` and ``_b`` from ``SessionDB``."""
+class MessagesMixin(UsesBackend):
+    """Message rows."""
 
     @staticmethod
-    def _touch_session(c: Any, session_id: str, now: float) -> None:
+    def _touch_session(c: Tx, session_id: str, now: float) -> None:
         """Create the session row if missing, else bump it: either way the row is now locked
         until commit (PostgreSQL), so two writers never interleave one session's ``seq``."""
         c.execute("INSERT INTO sessions (id, source, started_at, updated_at) "
                   "VALUES (?, 'unknown', ?, ?) ON CONFLICT (id) DO UPDATE SET "
                   "updated_at = excluded.updated_at", (session_id, now, now))
 
-    def _insert_messages(self, c: Any, session_id: str, messages: list[dict[str, Any]],
+    def _insert_messages(self, c: Tx, session_id: str, messages: list[dict[str, Any]],
                          seq_start: Optional[int] = None,
                          usage: Optional[tuple[int, int]] = None) -> list[int]:
         """Insert in order inside the caller's transaction; keeps the session counters (and
@@ -73,7 +74,8 @@ class MessagesMixin:
         return self._write(lambda c: self._insert_messages(c, session_id, [msg]))[0]
 
     def append_messages(self, session_id: str, messages: list[dict[str, Any]],
-                        usage: Optional[tuple[int, int]] = None, fence: Any = None) -> list[int]:
+                        usage: Optional[tuple[int, int]] = None,
+                        fence: Optional[Fence] = None) -> list[int]:
         """Persist OpenAI-format message dicts in one transaction (all or nothing).
 
         ``usage`` (prompt, completion tokens) is added to the session's counters in the same
@@ -83,7 +85,7 @@ class MessagesMixin:
         if not messages:
             return []
 
-        def tx(c: Any) -> list[int]:
+        def tx(c: Tx) -> list[int]:
             if fence is not None:
                 fence.check(c)
             return self._insert_messages(c, session_id, list(messages), usage=usage)
@@ -127,7 +129,8 @@ class MessagesMixin:
 
     def replace_active_messages(self, session_id: str, new_messages: list[dict[str, Any]],
                                 replaced_ids: Iterable[int], *,
-                                lock_holder: Optional[str] = None, fence: Any = None) -> list[int]:
+                                lock_holder: Optional[str] = None,
+                                fence: Optional[Fence] = None) -> list[int]:
         """Persist a compaction in place, in one transaction, deleting nothing.
 
         Exactly the rows ``replaced_ids`` (those the compacting agent read or wrote) become
@@ -140,7 +143,7 @@ class MessagesMixin:
         """
         replaced = sorted({int(i) for i in replaced_ids})
 
-        def tx(c: Any) -> list[int]:
+        def tx(c: Tx) -> list[int]:
             if fence is not None:  # the turn lease (``append_messages``)
                 fence.check(c)
             if lock_holder is not None:
@@ -154,8 +157,8 @@ class MessagesMixin:
             seqs = {int(i): int(s) for i, s in c.execute(
                 "SELECT id, seq FROM messages WHERE session_id = ?", (session_id,)).fetchall()}
             mine = [i for i in replaced if i in seqs]  # ids of another session are ignored
-            c.executemany("UPDATE messages SET active = 0, compacted = 1 WHERE id = ? AND active = 1",
-                          [(i,) for i in mine])
+            c.executemany("UPDATE messages SET active = 0, compacted = 1"
+                          " WHERE id = ? AND active = 1", [(i,) for i in mine])
             if not mine:
                 ids = self._insert_messages(c, session_id, list(new_messages))
             else:
@@ -165,9 +168,10 @@ class MessagesMixin:
             return ids
         return self._write(tx)
 
-    def _insert_at(self, c: Any, session_id: str, messages: list[dict[str, Any]],
+    def _insert_at(self, c: Tx, session_id: str, messages: list[dict[str, Any]],
                    seqs: dict[int, int], replaced: set[int]) -> list[int]:
-        """Renumber from the first replaced row on: the replaced rows, ``messages``, every other row.
+        """Renumber from the first replaced row on: the replaced rows, ``messages``, every other
+        row.
 
         So the compacted rows still read in place in a full transcript, and a row another
         writer appended meanwhile follows the compaction in the live history."""

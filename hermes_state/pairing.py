@@ -8,6 +8,8 @@ import json
 import time
 from typing import Any, Callable, TypeVar
 
+from .backend import Tx, UsesBackend
+
 T = TypeVar("T")
 
 PAIRING_KINDS = ("pending", "approved", "requests")
@@ -21,20 +23,20 @@ def _load(text: Any) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-class PairingMixin:
-    """Needs ``_write``, ``_read`` and ``_b`` from ``SessionDB``."""
+class PairingMixin(UsesBackend):
+    """Pairing state per platform."""
 
     def pairing_read(self, platform: str) -> dict[str, dict[str, Any]]:
         """``{"pending": {...}, "approved": {...}, "requests": {...}}`` of a platform."""
         rows = self._read("SELECT kind, data FROM pairing_state WHERE platform = ?", (platform,))
-        state = {kind: {} for kind in PAIRING_KINDS}
+        state: dict[str, dict[str, Any]] = {kind: {} for kind in PAIRING_KINDS}
         state.update({r[0]: _load(r[1]) for r in rows if r[0] in PAIRING_KINDS})
         return state
 
     def pairing_update(self, platform: str, fn: Callable[[dict[str, dict[str, Any]]], T]) -> T:
         """Run ``fn(state)`` on the platform's state (a dict as ``pairing_read`` returns, changed
         in place) and store what it changed, all in one transaction; returns ``fn``'s result."""
-        def tx(c: Any) -> T:
+        def tx(c: Tx) -> T:
             now = time.time()
             for kind in PAIRING_KINDS:  # the rows exist, so FOR UPDATE has something to lock
                 c.execute("INSERT INTO pairing_state (platform, kind, data, updated_at)"

@@ -14,10 +14,11 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import psycopg
 
+from .backend import Tx
 from .common import LeaseLost, logger
 
 POLL_FIRST = 0.02  # seconds between tries while waiting; doubles up to POLL_MAX
@@ -39,7 +40,7 @@ class LockFence:
     name: str
     pid: int
 
-    def check(self, tx: Any) -> None:
+    def check(self, tx: Tx) -> None:
         if tx.execute(_HELD, (self.pid, self.name, self.name)).fetchone() is None:
             raise LeaseLost(f"the lock {self.name!r} was lost (its database connection ended); "
                             "another worker may hold it now")
@@ -97,7 +98,8 @@ class AdvisoryLocks:
                 try:
                     conn.execute(_UNLOCK, (name,))
                 except psycopg.Error as exc:
-                    logger.warning("advisory lock %r: release failed (%s)", name, type(exc).__name__)
+                    logger.warning("advisory lock %r: release failed (%s)", name,
+                                   type(exc).__name__)
 
     @contextmanager
     def hold(self, name: str, wait: Optional[float]) -> Iterator[bool]:

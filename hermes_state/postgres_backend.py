@@ -5,7 +5,8 @@ transaction on a pooled autocommit connection (``conn.transaction()``), retried 
 reports a serialization failure or deadlock; a lost connection becomes ``SessionDBError``
 (nothing is retried blindly: a write whose COMMIT was in flight may or may not have happened).
 A connection found dead before anything was sent on it (or under a read) is dropped and the call
-retried on a fresh one, so after a database restart the next call works. Messages, URLs and errors never show the password.
+retried on a fresh one, so after a database restart the next call works. Messages, URLs and
+errors never show the password.
 """
 from __future__ import annotations
 
@@ -21,10 +22,11 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .common import (SessionDBError, clean_params, redact_url, scrub,
-                     unusable)
-from .pg_advisory import AdvisoryLocks
-from .postgres_schema import MIGRATIONS, TS_CONFIG, current_version, migrate
+from . import postgres_schema
+from .backend import Row, Tx
+from .common import SessionDBError, clean_params, redact_url, scrub, unusable
+from .pg_advisory import AdvisoryLocks, LockFence
+from .postgres_schema import TS_CONFIG
 from .tsquery import to_tsquery_text
 
 T = TypeVar("T")
@@ -68,7 +70,15 @@ def pg_sql(sql: str) -> str:
 
 
 class _Empty:
+    """The cursor of an ``executemany`` over no rows (nothing was sent)."""
     rowcount = 0
+    description = None
+
+    def fetchone(self) -> None:
+        return None
+
+    def fetchall(self) -> list[Any]:
+        return []
 
 
 class PGTx:
@@ -118,8 +128,6 @@ class PostgresBackend:
     errors: tuple[type[BaseException], ...] = (psycopg.Error,)
     FOR_UPDATE = " FOR UPDATE"
     GREATEST = "GREATEST"
-    expected_version = len(MIGRATIONS)
-    db_path = None
 
     def __init__(self, url: str, pool_size: Optional[int] = None) -> None:
         self.url = url
@@ -138,12 +146,13 @@ class PostgresBackend:
     def _open_pool(self, pool_size: Optional[int]) -> ConnectionPool:
         try:
             with self._connect() as conn:
-                migrate(conn)
+                postgres_schema.migrate(conn, self.label)
         except psycopg.OperationalError as exc:
             raise self._unreachable(exc) from None
         except psycopg.Error as exc:
-            raise SessionDBError(f"cannot upgrade the session store {self.label} to schema "
-                                 f"version {len(MIGRATIONS)}: {self._scrub(exc)}") from None
+            raise SessionDBError(f"cannot upgrade the session store {self.label}: "
+                                 f"{self._scrub(exc)}; the store is as it was before that"
+                                 " migration") from None
         size = pool_size or DEFAULT_POOL_SIZE
         return ConnectionPool(self.url, min_size=1, max_size=size, open=True, name="hermes",
                               kwargs=self._connect_kwargs(), timeout=POOL_WAIT, num_workers=1)
@@ -163,7 +172,7 @@ class PostgresBackend:
 
     def _unreachable(self, exc: BaseException) -> SessionDBError:
         return unusable(f"cannot reach the session store {self.label}: {self._scrub(exc)}; "
-                              "check store.url / HERMES_DATABASE_URL and that PostgreSQL is running")
+                        "check store.url / HERMES_DATABASE_URL and that PostgreSQL is running")
 
     def _run(self, fn: Callable[[PGTx], T], transaction: bool) -> T:
         """``fn`` on a pooled connection (in a transaction when asked), with the retries that
@@ -202,14 +211,14 @@ class PostgresBackend:
                                      f"({self._scrub(exc)}); the next call reconnects") from None
         raise AssertionError("unreachable")
 
-    def write(self, fn: Callable[[Any], T]) -> T:
+    def write(self, fn: Callable[[Tx], T]) -> T:
         """Run ``fn(tx)`` in one transaction (see ``_run`` for what is retried)."""
         return self._run(fn, transaction=True)
 
-    def read(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+    def read(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
         return self._run(lambda tx: tx.execute(sql, params).fetchall(), transaction=False)
 
-    def read_with(self, fn: Callable[[Any], T]) -> T:
+    def read_with(self, fn: Callable[[Tx], T]) -> T:
         return self._run(fn, transaction=False)
 
     def close(self) -> None:
@@ -227,8 +236,8 @@ class PostgresBackend:
             self._locks.close()
             self.pool.close()
 
-    def schema_version(self) -> int:
-        return self.read_with(lambda tx: current_version(tx.conn))
+    def applied_migrations(self) -> list[str]:
+        return self._run(lambda tx: postgres_schema.applied(tx.conn), transaction=False)
 
     def pool_stats(self) -> dict[str, int]:
         stats = self.pool.get_stats()
@@ -246,7 +255,7 @@ class PostgresBackend:
         ``pg_advisory``): if the process dies, its connection drops and the lock with it."""
         return self._locks.hold(name, wait)
 
-    def lock_fence(self, name: str) -> Any:
+    def lock_fence(self, name: str) -> Optional[LockFence]:
         """What a fenced write checks: this process still holds the advisory lock ``name``."""
         return self._locks.fence(name)
 
@@ -265,7 +274,8 @@ class PostgresBackend:
                 " m.created_at, m.active, s.title AS session_title"
                 f" FROM messages AS m CROSS JOIN to_tsquery('{TS_CONFIG}', ?) AS q"
                 " LEFT JOIN sessions AS s ON s.id = m.session_id"
-                f" WHERE m.search @@ q{where} ORDER BY ts_rank(m.search, q) DESC, m.id DESC LIMIT ?")
+                f" WHERE m.search @@ q{where}"
+                " ORDER BY ts_rank(m.search, q) DESC, m.id DESC LIMIT ?")
 
     RARE = 2_000  # fewer matches than this: one query over all of them
     FIRST_WINDOW = 2_000  # else row ids per step of the windowed scan, growing 5x per step
@@ -294,7 +304,8 @@ class PostgresBackend:
             sql = f"{base} ORDER BY m.id DESC LIMIT ?"
         else:
             sql = (f"SELECT * FROM (SELECT DISTINCT ON (session_id) * FROM ({base}) AS w"
-                   f" ORDER BY session_id, message_id {way}) AS h ORDER BY message_id {way} LIMIT ?")
+                   f" ORDER BY session_id, message_id {way}) AS h"
+                   f" ORDER BY message_id {way} LIMIT ?")
         top = self.read("SELECT COALESCE(MAX(id), 0) FROM messages")[0][0]
         seen: set[str] = set()
         hits: list[dict[str, Any]] = []
@@ -334,11 +345,8 @@ class PostgresBackend:
 
     # -- health --------------------------------------------------------------------------------
 
-    def integrity_problems(self, expected: int) -> list[str]:
+    def integrity_problems(self) -> list[str]:
         problems = []
-        version = self.schema_version()
-        if version != expected:
-            problems.append(f"schema version {version}, this Hermes expects {expected}")
         orphans = self.read("SELECT count(*) FROM messages AS m WHERE NOT EXISTS"
                             " (SELECT 1 FROM sessions AS s WHERE s.id = m.session_id)")[0][0]
         if orphans:

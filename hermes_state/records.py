@@ -5,9 +5,11 @@ import json
 import time
 from typing import Any, Optional
 
+from .backend import UsesBackend
 
-class RecordsMixin:
-    """Needs ``_write`` and ``_read`` from ``SessionDB``."""
+
+class RecordsMixin(UsesBackend):
+    """Gateway session keys, API server responses, delegation records."""
 
     # -- gateway session keys ----------------------------------------------------------------
 
@@ -20,8 +22,8 @@ class RecordsMixin:
 
     def keys_for_session(self, session_id: str) -> list[str]:
         """Every gateway key bound to this session (a reset moves them all)."""
-        return [r[0] for r in self._read("SELECT key FROM session_keys WHERE session_id = ? ORDER BY key",
-                                         (session_id,))]
+        return [r[0] for r in self._read("SELECT key FROM session_keys WHERE session_id = ?"
+                                         " ORDER BY key", (session_id,))]
 
     def get_session_for_key(self, key: str) -> Optional[str]:
         rows = self._read("SELECT session_id FROM session_keys WHERE key = ?", (key,))
@@ -29,11 +31,13 @@ class RecordsMixin:
 
     def unbind_session_key(self, key: str) -> bool:
         """Forget a gateway key (its session stays)."""
-        return self._write(lambda c: c.execute("DELETE FROM session_keys WHERE key = ?", (key,)).rowcount > 0)
+        return self._write(lambda c: c.execute("DELETE FROM session_keys WHERE key = ?",
+                                               (key,)).rowcount > 0)
 
     # -- API server responses ------------------------------------------------------------------
 
-    def save_response(self, response_id: str, session_id: Optional[str], body: dict[str, Any]) -> None:
+    def save_response(self, response_id: str, session_id: Optional[str],
+                      body: dict[str, Any]) -> None:
         """Keep a Responses API object (the session it continued, its JSON) for GET and chaining."""
         self._write(lambda c: c.execute(
             "INSERT INTO api_responses (id, session_id, created_at, body) VALUES (?, ?, ?, ?)"
@@ -66,7 +70,8 @@ class RecordsMixin:
         """Record how one subagent ended (both sessions must exist; a second call overwrites)."""
         self._write(lambda c: c.execute(
             "INSERT INTO delegations (child_session_id, parent_session_id, task_index,"
-            " goal, status, started_at, duration, api_calls, prompt_tokens, completion_tokens, error)"
+            " goal, status, started_at, duration, api_calls, prompt_tokens, completion_tokens,"
+            " error)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (child_session_id) DO UPDATE SET"
             " parent_session_id = excluded.parent_session_id, task_index = excluded.task_index,"
             " goal = excluded.goal, status = excluded.status, started_at = excluded.started_at,"
@@ -79,10 +84,10 @@ class RecordsMixin:
     def list_children(self, parent_session_id: str) -> list[dict[str, Any]]:
         """The sessions whose parent is ``parent_session_id``, oldest batch first, in task order.
 
-        Each row: ``session_id``, ``source``, ``model``, ``started_at``, ``ended_at``, and from the
-        delegation record (None when there is none, e.g. the parent died mid-batch): ``task_index``,
-        ``goal``, ``status``, ``duration``, ``api_calls``, ``error``; tokens come from the record when
-        there is one, else from the child session's totals.
+        Each row: ``session_id``, ``source``, ``model``, ``started_at``, ``ended_at``, and from
+        the delegation record (None when there is none, e.g. the parent died mid-batch):
+        ``task_index``, ``goal``, ``status``, ``duration``, ``api_calls``, ``error``; tokens come
+        from the record when there is one, else from the child session's totals.
         """
         rows = self._read(
             "SELECT s.id AS session_id, s.source, s.model, s.started_at, s.ended_at,"

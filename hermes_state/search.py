@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional
 
+from .backend import UsesBackend
 from .common import fts_fallback_query, logger, message_rows
 
 
-class SearchMixin:
-    """Needs ``_read`` and ``_b`` (``match_text``, ``is_query_error``, ``search_messages_sql``,
-    ``session_hits``, ``add_snippets``) from ``SessionDB``."""
+class SearchMixin(UsesBackend):
+    """The engine's part (``match_text``, ``is_query_error``, ``search_messages_sql``,
+    ``session_hits``, ``add_snippets``) comes from the backend."""
 
     _CHILD = "(s.source IN ('subagent', 'cron') OR s.parent_session_id IS NOT NULL)"
     SEARCH_SORTS = ("newest", "oldest", "relevance")
@@ -93,8 +94,8 @@ class SearchMixin:
 
     def _message_rows(self, where: str, params: Iterable[Any], order: str,
                       limit: int) -> list[dict[str, Any]]:
-        rows = self._read("SELECT id, session_id, role, content, content_parts, tool_calls, tool_name,"
-                          f" active, compacted, created_at FROM messages WHERE {where}"
+        rows = self._read("SELECT id, session_id, role, content, content_parts, tool_calls,"
+                          f" tool_name, active, compacted, created_at FROM messages WHERE {where}"
                           f" ORDER BY {order} LIMIT ?", (*params, int(limit)))
         return message_rows(rows)
 
@@ -102,15 +103,18 @@ class SearchMixin:
                         after: int = 2) -> list[dict[str, Any]]:
         """The rows written just before and after ``message_id`` in its session (by row id, so a
         compacted row comes with its original neighbours), the row itself included."""
-        older = self._message_rows("session_id = ? AND id < ?", (session_id, message_id), "id DESC", before)
-        rest = self._message_rows("session_id = ? AND id >= ?", (session_id, message_id), "id", after + 1)
+        older = self._message_rows("session_id = ? AND id < ?", (session_id, message_id),
+                                   "id DESC", before)
+        rest = self._message_rows("session_id = ? AND id >= ?", (session_id, message_id),
+                                  "id", after + 1)
         return older[::-1] + rest
 
     def session_head_tail(self, session_id: str, head: int = 3,
                           tail: int = 3) -> tuple[list[dict], list[dict], int]:
         """(first rows, last rows not already in the first, total rows) of a session, every row
         counted (compacted ones too): what it was about and how it ended."""
-        total = self._read("SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,))[0][0]
+        total = self._read("SELECT COUNT(*) FROM messages WHERE session_id = ?",
+                           (session_id,))[0][0]
         first = self._message_rows("session_id = ?", (session_id,), "id", head)
         rest = min(tail, max(0, total - len(first)))
         last = self._message_rows("session_id = ?", (session_id,), "id DESC", rest)
@@ -126,6 +130,7 @@ class SearchMixin:
             "SELECT p.*, (SELECT m.content FROM messages AS m WHERE m.session_id = p.id"
             "  AND m.role = 'user' ORDER BY m.id LIMIT 1) AS preview FROM"
             " (SELECT s.id, s.title, s.source, s.started_at, s.updated_at, s.message_count"
-            f"  FROM sessions AS s {where} ORDER BY s.updated_at DESC, s.id DESC LIMIT ? OFFSET ?) AS p",
+            f"  FROM sessions AS s {where} ORDER BY s.updated_at DESC, s.id DESC"
+            "  LIMIT ? OFFSET ?) AS p",
             (*params, int(limit) + 1, int(offset)))
         return [dict(r) for r in rows[:limit]], len(rows) > limit

@@ -4,11 +4,12 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable, Optional
 
+from .backend import Tx, UsesBackend
 from .common import PREVIEW_CHARS, new_session_id
 
 
-class SessionsMixin:
-    """Session rows. Needs ``_write``, ``_read`` and ``_b`` from ``SessionDB``."""
+class SessionsMixin(UsesBackend):
+    """Session rows."""
 
     def create_session(self, session_id: Optional[str] = None, source: str = "cli",
                        model: Optional[str] = None, title: Optional[str] = None,
@@ -21,7 +22,7 @@ class SessionsMixin:
         sid = session_id or new_session_id()
         title = (title or "").strip() or None
 
-        def tx(c: Any) -> str:
+        def tx(c: Tx) -> str:
             if c.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone():
                 return sid
             self._check_title_free(c, sid, title)
@@ -35,10 +36,11 @@ class SessionsMixin:
         return self._write(tx)
 
     @staticmethod
-    def _check_title_free(c: Any, sid: str, title: Optional[str]) -> None:
+    def _check_title_free(c: Tx, sid: str, title: Optional[str]) -> None:
         if title is None:
             return
-        row = c.execute("SELECT id FROM sessions WHERE title = ? AND id != ?", (title, sid)).fetchone()
+        row = c.execute("SELECT id FROM sessions WHERE title = ? AND id != ?",
+                        (title, sid)).fetchone()
         if row:
             raise ValueError(f"the title {title!r} is already used by session {row[0]}; "
                              "pick another title")
@@ -82,7 +84,7 @@ class SessionsMixin:
         """Rename; titles are unique so they can be used to resume. Empty clears the title."""
         title = (title or "").strip() or None
 
-        def tx(c: Any) -> bool:
+        def tx(c: Tx) -> bool:
             self._check_title_free(c, session_id, title)
             return c.execute("UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?",
                              (title, time.time(), session_id)).rowcount > 0
@@ -99,7 +101,8 @@ class SessionsMixin:
                              completion_tokens: int = 0) -> bool:
         """Add one call's token usage to the session totals."""
         return self._update_session(
-            session_id, "prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?",
+            session_id,
+            "prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?",
             (int(prompt_tokens or 0), int(completion_tokens or 0)))
 
     def resolve_session(self, ref: str) -> Optional[str]:
@@ -107,7 +110,8 @@ class SessionsMixin:
         ref = (ref or "").strip()
         if not ref:
             return None
-        for sql in ("SELECT id FROM sessions WHERE id = ?", "SELECT id FROM sessions WHERE title = ?"):
+        for sql in ("SELECT id FROM sessions WHERE id = ?",
+                    "SELECT id FROM sessions WHERE title = ?"):
             rows = self._read(sql, (ref,))
             if rows:
                 return rows[0][0]
@@ -116,7 +120,7 @@ class SessionsMixin:
         return rows[0][0] if len(rows) == 1 else None
 
     @staticmethod
-    def _delete_session_rows(c: Any, session_id: str) -> bool:
+    def _delete_session_rows(c: Tx, session_id: str) -> bool:
         c.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))  # search rows go too
         c.execute("DELETE FROM compression_locks WHERE session_id = ?", (session_id,))
         c.execute("DELETE FROM session_keys WHERE session_id = ?", (session_id,))
@@ -127,7 +131,7 @@ class SessionsMixin:
         """Remove a session with its messages, search rows, lock and gateway bindings."""
         return self._write(lambda c: self._delete_session_rows(c, session_id))
 
-    def _prunable_ids(self, c: Any, older_than_days: float, source: Optional[str],
+    def _prunable_ids(self, c: Tx, older_than_days: float, source: Optional[str],
                       keep_active_within: float) -> list[str]:
         now = time.time()
         cutoff = min(now - float(older_than_days) * 86400, now - float(keep_active_within))
@@ -151,7 +155,8 @@ class SessionsMixin:
         return [r for r in rows if r is not None]
 
     def prune_sessions(self, older_than_days: float, source: Optional[str] = None,
-                       keep_active_within: float = 0.0, only: Optional[Iterable[str]] = None) -> int:
+                       keep_active_within: float = 0.0,
+                       only: Optional[Iterable[str]] = None) -> int:
         """Delete sessions with no activity (update or end) for ``older_than_days`` (and none
         within ``keep_active_within`` seconds); with ``only``, just those of them (what the user
         was shown: a session that became active since stays).
@@ -160,7 +165,7 @@ class SessionsMixin:
         """
         allowed = None if only is None else set(only)
 
-        def tx(c: Any) -> int:
+        def tx(c: Tx) -> int:
             ids = self._prunable_ids(c, older_than_days, source, keep_active_within)
             return sum(self._delete_session_rows(c, sid) for sid in ids
                        if allowed is None or sid in allowed)

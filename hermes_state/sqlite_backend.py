@@ -7,6 +7,7 @@ host and, for the gateway, one worker process: ``--workers`` above 1 needs Postg
 """
 from __future__ import annotations
 
+import os
 import random
 import sqlite3
 import threading
@@ -15,8 +16,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar
 
+from . import sqlite_schema
+from .backend import Row, Tx
 from .common import SessionDBError, clean_params, logger
-from .sqlite_schema import FTS_TRIGGERS, MIGRATIONS
+from .migrations import pending, refuse_unknown
+from .sqlite_schema import FTS_TRIGGERS
 
 T = TypeVar("T")
 
@@ -54,16 +58,16 @@ class SQLiteBackend:
     errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
     FOR_UPDATE = ""  # BEGIN IMMEDIATE already serialises writers
     GREATEST = "MAX"
-    expected_version = len(MIGRATIONS)
 
-    def __init__(self, db_path: str | Path) -> None:
+    def __init__(self, db_path: str | os.PathLike[str]) -> None:
         from hermes_core.home import create_private_file, ensure_private_dir, tighten_store
         self.db_path = Path(db_path).expanduser()
         self.label = str(self.db_path)
         self._lock = threading.RLock()
         self._conn: Optional[sqlite3.Connection] = None
         try:
-            if str(db_path) != ":memory:":  # private from the first byte; SQLite copies the mode to -wal/-shm
+            # private from the first byte; SQLite copies the mode to -wal/-shm
+            if str(db_path) != ":memory:":
                 ensure_private_dir(self.db_path.parent, tighten_existing=False)
                 create_private_file(self.db_path)
                 tighten_store(self.db_path)
@@ -88,10 +92,13 @@ class SQLiteBackend:
         conn.execute("PRAGMA synchronous = NORMAL")
         try:
             self._migrate()
+        except SessionDBError:
+            self.close()
+            raise
         except sqlite3.Error as exc:
             self.close()
-            raise SessionDBError(f"cannot upgrade the session store {self.db_path} to schema "
-                                 f"version {len(MIGRATIONS)}: {exc}") from exc
+            raise SessionDBError(f"cannot upgrade the session store {self.db_path}: {exc}"
+                                 ) from exc
 
     # -- connection plumbing -----------------------------------------------------------------
 
@@ -114,18 +121,26 @@ class SQLiteBackend:
                 time.sleep(0.05 * (attempt + 1) + random.random() * 0.05)
 
     def _migrate(self) -> None:
-        """Apply the migrations this file has not seen yet; cheap (one PRAGMA) when up to date."""
-        if self.conn.execute("PRAGMA user_version").fetchone()[0] >= len(MIGRATIONS):
+        """Apply the migrations this file has not recorded, each in its own write transaction
+        (another process may be migrating too: each step re-reads what is recorded). Cheap (one
+        read) when up to date; a file a newer Hermes migrated is refused."""
+        done = self.applied_migrations()
+        refuse_unknown(done, self.label)
+        if not pending(done):
             return
-        for number, migration in enumerate(MIGRATIONS, start=1):
-            def step(c: sqlite3.Connection) -> None:
-                # Re-read inside the write transaction: another process may have just migrated.
-                if c.execute("PRAGMA user_version").fetchone()[0] < number:
-                    migration(c)
-                    c.execute(f"PRAGMA user_version = {number}")
-            self.write(step)
+        done = self.write(lambda c: sqlite_schema.recorded(c, self.label))
+        for name in pending(done):
+            def step(c: Tx, name: str = name) -> bool:
+                return sqlite_schema.apply(c, name, self.label)
+            try:
+                self.write(step)
+            except sqlite3.Error as exc:
+                raise SessionDBError(
+                    f"cannot upgrade the session store {self.db_path}: migration {name!r} failed "
+                    f"({exc}); the store is as it was before that migration"
+                ) from exc
 
-    def write(self, fn: Callable[[Any], T]) -> T:
+    def write(self, fn: Callable[[Tx], T]) -> T:
         """Run ``fn(conn)`` in one BEGIN IMMEDIATE transaction, retrying a bounded number of times
         when another process holds the write lock past the busy timeout."""
         with self._lock:
@@ -147,16 +162,16 @@ class SQLiteBackend:
                     time.sleep(min(1.0, 0.05 * 2 ** attempt) * (0.5 + random.random()))
             raise AssertionError("unreachable")
 
-    def read(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+    def read(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
         with self._lock:
             cur = self.conn.execute(sql, clean_params(params))
             cur.row_factory = sqlite3.Row
             return cur.fetchall()
 
-    def read_with(self, fn: Callable[[Any], T]) -> T:
+    def read_with(self, fn: Callable[[Tx], T]) -> T:
         """``fn(conn)`` outside a write transaction (several reads on one connection)."""
         with self._lock:
-            return fn(self.conn)
+            return fn(_Tx(self.conn))
 
     def close(self) -> None:
         with self._lock:
@@ -164,8 +179,8 @@ class SQLiteBackend:
                 self._conn.close()
                 self._conn = None
 
-    def schema_version(self) -> int:
-        return self.read("PRAGMA user_version")[0][0]
+    def applied_migrations(self) -> list[str]:
+        return self.read_with(sqlite_schema.applied)
 
     def pool_stats(self) -> dict[str, int]:
         return {}
@@ -201,8 +216,8 @@ class SQLiteBackend:
 
     def search_messages_sql(self, where: str) -> str:
         return ("SELECT m.session_id, m.id AS message_id, m.role,"
-                " snippet(messages_fts, -1, '»', '«', '…', 12) AS snippet, m.created_at, m.active,"
-                " s.title AS session_title FROM messages_fts"
+                " snippet(messages_fts, -1, '»', '«', '…', 12) AS snippet, m.created_at,"
+                " m.active, s.title AS session_title FROM messages_fts"
                 " JOIN messages AS m ON m.id = messages_fts.rowid"
                 " LEFT JOIN sessions AS s ON s.id = m.session_id WHERE messages_fts MATCH ?"
                 f"{where} ORDER BY rank LIMIT ?")
@@ -216,8 +231,9 @@ class SQLiteBackend:
 
     @staticmethod
     def _snippets_in_scan(match: str, sort: str) -> bool:
-        """A prefix term makes every extra MATCH query re-read its doclist: take snippets in the scan
-        then. Otherwise a lookup per hit afterwards is cheaper than a snippet per row scanned."""
+        """A prefix term makes every extra MATCH query re-read its doclist: take snippets in the
+        scan then. Otherwise a lookup per hit afterwards is cheaper than a snippet per row
+        scanned."""
         return "*" in match and sort != "relevance"
 
     def session_hits(self, match: str, want: int, sort: str, child_filter: str,
@@ -243,7 +259,8 @@ class SQLiteBackend:
         seen: set[str] = set()
         hits: list[dict] = []
         pool: list[dict] = []
-        # FTS5 reads a prefix term's whole doclist whatever the rowid bounds: one pass, not several
+        # FTS5 reads a prefix term's whole doclist whatever the rowid bounds: one pass, not
+        # several
         done, step = 0, (top if "*" in match else self.FIRST_WINDOW)
         with self._lock:
             while done < top and len(hits) < want and len(pool) < relevance_pool:
@@ -281,17 +298,15 @@ class SQLiteBackend:
             for hit in hits:
                 hit["snippet"] = self.snippet(match, hit["message_id"])
 
-    def integrity_problems(self, expected: int) -> list[str]:
+    def integrity_problems(self) -> list[str]:
         problems: list[str] = []
         for (line,) in self.read("PRAGMA integrity_check"):
             if line != "ok":
                 problems.append(f"sqlite integrity: {line}")
         for row in self.read("PRAGMA foreign_key_check"):
             problems.append(f"foreign key: row {row[1]} of {row[0]} points to a missing {row[2]}")
-        version = self.schema_version()
-        if version != expected:
-            problems.append(f"schema version {version}, this Hermes expects {expected}")
-        present = {r[0] for r in self.read("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+        present = {r[0] for r in self.read("SELECT name FROM sqlite_master"
+                                           " WHERE type = 'trigger'")}
         for missing in sorted(set(FTS_TRIGGERS) - present):
             problems.append(f"search index trigger {missing} is missing")
         n_msg = self.read("SELECT COUNT(*) FROM messages")[0][0]

@@ -1,13 +1,17 @@
-"""SQLite schema: an ordered list of small migrations, each applied once (PRAGMA user_version =
-its number). Append a function to change the schema; never edit an old one. The PostgreSQL
-schema (``postgres_schema``) keeps its own list and version."""
+"""SQLite schema: one small function per migration name (``migrations.NAMES``), each applied
+once, in its own transaction, and recorded in ``schema_migrations``. Add a name and its function
+to change the schema; never edit an old one. ``postgres_schema`` has the same names."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from typing import Callable
 
+from .backend import Tx
+from .migrations import check_steps, from_user_version, in_order, prefix_count, refuse_unknown
 
-def _m1_core(c: sqlite3.Connection) -> None:
+
+def _m1_core(c: Tx) -> None:
     c.execute("""CREATE TABLE IF NOT EXISTS sessions (
         id TEXT PRIMARY KEY, source TEXT, user_id TEXT, model TEXT, title TEXT,
         parent_session_id TEXT, system_prompt TEXT, started_at REAL, ended_at REAL,
@@ -39,7 +43,7 @@ def _m1_core(c: sqlite3.Connection) -> None:
 FTS_TRIGGERS = ("messages_fts_ai", "messages_fts_ad", "messages_fts_au")
 
 
-def _m2_fts(c: sqlite3.Connection) -> None:
+def _m2_fts(c: Tx) -> None:
     # External-content FTS5 over messages (text stored once); triggers keep it in sync (a
     # 'delete' must repeat the indexed values), 'rebuild' indexes rows written before this version.
     c.execute("CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(content, tool_name, "
@@ -49,14 +53,16 @@ def _m2_fts(c: sqlite3.Connection) -> None:
            "VALUES (new.id, new.content, new.tool_name);")
     dele = ("INSERT INTO messages_fts(messages_fts, rowid, content, tool_name) "
             "VALUES ('delete', old.id, old.content, old.tool_name);")
-    c.execute(f"CREATE TRIGGER IF NOT EXISTS messages_fts_ai AFTER INSERT ON messages BEGIN {ins} END")
-    c.execute(f"CREATE TRIGGER IF NOT EXISTS messages_fts_ad AFTER DELETE ON messages BEGIN {dele} END")
+    c.execute("CREATE TRIGGER IF NOT EXISTS messages_fts_ai AFTER INSERT ON messages"
+              f" BEGIN {ins} END")
+    c.execute("CREATE TRIGGER IF NOT EXISTS messages_fts_ad AFTER DELETE ON messages"
+              f" BEGIN {dele} END")
     c.execute("CREATE TRIGGER IF NOT EXISTS messages_fts_au AFTER UPDATE OF content, tool_name "
               f"ON messages BEGIN {dele} {ins} END")
     c.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
 
 
-def _m3_delegations(c: sqlite3.Connection) -> None:
+def _m3_delegations(c: Tx) -> None:
     # One row per subagent of delegate_task (SPEC §13), written when the child ends. The child's
     # own session carries parent_session_id too; this row adds what only the parent knew: the
     # task's place in its batch, how it ended, and its cost. Deleting either session drops it.
@@ -71,14 +77,14 @@ def _m3_delegations(c: sqlite3.Connection) -> None:
               "ON delegations(parent_session_id, started_at, task_index)")
 
 
-def _m4_api_responses(c: sqlite3.Connection) -> None:
+def _m4_api_responses(c: Tx) -> None:
     # Responses API objects the API server keeps for GET/DELETE /v1/responses/{id} and chaining.
     c.execute("""CREATE TABLE IF NOT EXISTS api_responses (
         id TEXT PRIMARY KEY, session_id TEXT, created_at REAL, body TEXT NOT NULL)""")
     c.execute("CREATE INDEX IF NOT EXISTS idx_api_responses_session ON api_responses(session_id)")
 
 
-def _m5_cron(c: sqlite3.Connection) -> None:
+def _m5_cron(c: Tx) -> None:
     # Scheduled jobs (SPEC §12). Every occurrence a scheduler fires or skips is one cron_runs row,
     # unique per (job_id, scheduled_at): the row IS the claim, so no two schedulers (processes,
     # hosts) ever run one occurrence twice. Times are UTC epoch seconds.
@@ -98,11 +104,7 @@ def _m5_cron(c: sqlite3.Connection) -> None:
     c.execute("CREATE INDEX IF NOT EXISTS idx_cron_runs_status ON cron_runs(status)")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_core, _m2_fts, _m3_delegations,
-                                                          _m4_api_responses, _m5_cron]
-
-
-def _m6_pairing(c: sqlite3.Connection) -> None:
+def _m6_pairing(c: Tx) -> None:
     # Chat pairing (gateway/access.py): per platform, the pending codes, approved users and
     # per-user request history, each one JSON document read and written in one transaction.
     c.execute("""CREATE TABLE IF NOT EXISTS pairing_state (
@@ -110,14 +112,11 @@ def _m6_pairing(c: sqlite3.Connection) -> None:
         PRIMARY KEY (platform, kind))""")
 
 
-MIGRATIONS.append(_m6_pairing)
-
-
 # Sources that name a chat platform: their sessions belong to the chat user who made them.
 NOT_CHAT_SOURCES = "('cli', 'api_server', 'cron', 'subagent', 'unknown', 'skill_review')"
 
 
-def _m7_owners(c: sqlite3.Connection) -> None:
+def _m7_owners(c: Tx) -> None:
     # Who a session or a job belongs to (issue 20): NULL is the local owner (the CLI, an API key
     # holder), who sees everything; a chat user is "<platform>:<user id>" and sees only theirs.
     # Existing chat sessions get theirs from source + user_id. A job also keeps its creator's
@@ -130,4 +129,52 @@ def _m7_owners(c: sqlite3.Connection) -> None:
     c.execute("ALTER TABLE cron_jobs ADD COLUMN policy TEXT")
 
 
-MIGRATIONS.append(_m7_owners)
+Step = Callable[[Tx], None]
+STEPS: dict[str, Step] = {"core": _m1_core, "fts": _m2_fts, "delegations": _m3_delegations,
+                          "api_responses": _m4_api_responses, "cron": _m5_cron,
+                          "pairing": _m6_pairing, "owners": _m7_owners}
+check_steps("sqlite", STEPS)
+
+# applied_at NULL: recorded from the old user_version, when it was applied is not known
+_TABLE = ("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY,"
+          " applied_at REAL)")
+
+
+def applied(c: Tx) -> list[str]:
+    """The names recorded in this file (none before ``schema_migrations`` exists). One
+    statement: it runs on every open."""
+    try:
+        rows = c.execute("SELECT name FROM schema_migrations").fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+        return []
+    return in_order(r[0] for r in rows)
+
+
+def recorded(c: Tx, label: str) -> list[str]:
+    """In a write transaction: every name this file has applied. Creates ``schema_migrations``
+    and records the names the old ``user_version`` stands for that are missing (a file from
+    before the names, or one a Hermes from before them migrated since). A name this Hermes does
+    not know raises ``SessionDBError``."""
+    done = applied(c)
+    refuse_unknown(done, label)
+    c.execute(_TABLE)
+    legacy = from_user_version(int(c.execute("PRAGMA user_version").fetchone()[0]), label)
+    missing = [n for n in legacy if n not in done]
+    c.executemany("INSERT INTO schema_migrations (name, applied_at) VALUES (?, NULL)",
+                  [(n,) for n in missing])
+    return in_order([*done, *missing])
+
+
+def apply(c: Tx, name: str, label: str) -> bool:
+    """In a write transaction: apply ``name`` unless recorded (another process may just have);
+    ``user_version`` follows, for a Hermes from before the names. True when it ran here."""
+    done = recorded(c, label)
+    if name in done:
+        return False
+    STEPS[name](c)
+    c.execute("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
+              (name, time.time()))
+    c.execute(f"PRAGMA user_version = {prefix_count([*done, name])}")
+    return True

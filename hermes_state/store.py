@@ -1,30 +1,37 @@
 """``SessionDB``: the one store interface, on SQLite (default) or PostgreSQL (SPEC §16).
 
-The logic lives once, in the mixins (sessions, messages, search, locks, cron, records); what
-differs between the engines (connecting, transactions and their retries, migrations, full-text
-search, advisory locks) lives in ``sqlite_backend`` / ``postgres_backend``. Shared SQL is written
-with ``?`` placeholders and plain SQL both engines accept (upserts with ``ON CONFLICT``,
-``RETURNING``); a backend supplies the few words that differ (``FOR_UPDATE``, ``GREATEST``).
+The logic lives once, in the mixins (sessions, messages, search, locks, cron, records, pairing);
+what differs between the engines (connecting, transactions and their retries, migrations,
+full-text search, advisory locks) lives in ``sqlite_backend`` / ``postgres_backend``, reached only
+through ``backend.StoreBackend``. Shared SQL is written with ``?`` placeholders and plain SQL
+both engines accept (upserts with ``ON CONFLICT``, ``RETURNING``); a backend supplies the few
+words that differ (``FOR_UPDATE``, ``GREATEST``).
 """
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, ContextManager, Iterable, Optional, TypeVar
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ContextManager, Iterable, Optional
 
+from .backend import Fence, StoreBackend, Tx
 from .common import SessionDBError, env_url, is_postgres_url, unusable
 from .cron_store import CronMixin
 from .locks import LocksMixin
 from .messages import MessagesMixin
+from .migrations import problems as migration_problems
 from .pairing import PairingMixin
 from .records import RecordsMixin
 from .search import SearchMixin
 from .sessions import SessionsMixin
+from .sqlite_backend import SQLiteBackend
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from hermes_core.config import HermesConfig
 
 
 def open_backend(db_path: Optional[str | os.PathLike[str]] = None, url: Optional[str] = None,
-                 pool_size: Optional[int] = None) -> Any:
+                 pool_size: Optional[int] = None) -> StoreBackend:
     """The backend for an explicit path (SQLite), an explicit URL, else ``HERMES_DATABASE_URL``,
     else SQLite at ``HERMES_HOME/state.db``."""
     if db_path is None and url is None:
@@ -32,12 +39,11 @@ def open_backend(db_path: Optional[str | os.PathLike[str]] = None, url: Optional
     if url is not None and db_path is None:
         if not is_postgres_url(url):
             raise unusable(f"store.url / HERMES_DATABASE_URL must be a postgresql:// URL, "
-                                 f"not {url.split('://', 1)[0]!r}; unset it to use SQLite")
+                           f"not {url.split('://', 1)[0]!r}; unset it to use SQLite")
         from .postgres_backend import PostgresBackend
         return PostgresBackend(url, pool_size)
     from hermes_core.home import ensure_home
 
-    from .sqlite_backend import SQLiteBackend
     return SQLiteBackend(ensure_home() / "state.db" if db_path is None else db_path)
 
 
@@ -55,8 +61,9 @@ class SessionDB(SessionsMixin, MessagesMixin, SearchMixin, LocksMixin, CronMixin
     Session search (SPEC §11): ``search_sessions``, ``messages_around``, ``session_head_tail``,
     ``recent_sessions``.
     Gateway: ``bind_session_key``, ``get_session_for_key``, ``unbind_session_key``; pairing
-    (``pairing_read``, ``pairing_update``, ``pairing_import``, ``pairing_platforms``); API server responses: ``save_response``, ``get_response``,
-    ``delete_response``. Delegation: ``record_delegation``, ``list_children``.
+    (``pairing_read``, ``pairing_update``, ``pairing_import``, ``pairing_platforms``); API
+    server responses: ``save_response``, ``get_response``, ``delete_response``. Delegation:
+    ``record_delegation``, ``list_children``.
     Scheduled jobs (SPEC §12): ``add_cron_job``, ``get_cron_job``, ``find_cron_jobs``,
     ``list_cron_jobs``, ``update_cron_job``, ``delete_cron_job``, ``next_cron_job``; runs:
     ``claim_due_cron_runs`` (the exactly-once claim), ``claim_manual_cron_run``,
@@ -65,47 +72,46 @@ class SessionDB(SessionsMixin, MessagesMixin, SearchMixin, LocksMixin, CronMixin
     Compression lock (SPEC §5): ``try_acquire_compression_lock``, ``refresh_compression_lock``,
     ``release_compression_lock``, ``get_compression_lock_holder``. Named locks across processes
     (PostgreSQL) or threads (SQLite): ``advisory_lock``.
-    Health: ``integrity_check``, ``schema_version``, ``pool_stats``, ``close`` / context manager.
+    Health: ``integrity_check``, ``schema_version``, ``applied_migrations``, ``pool_stats``,
+    ``close`` / context manager.
 
     ``SessionDB.from_config(cfg)`` opens what is configured (``HERMES_DATABASE_URL``, else
-    ``store.url``, else ``HERMES_HOME/state.db``); ``SessionDB()`` the environment's or the default
-    SQLite file; ``SessionDB(path)`` a SQLite file; ``SessionDB(url=...)`` a PostgreSQL database. Thread-safe: SQLite serialises on one connection, PostgreSQL draws a
-    connection from the process's pool per transaction.
+    ``store.url``, else ``HERMES_HOME/state.db``); ``SessionDB()`` the environment's or the
+    default SQLite file; ``SessionDB(path)`` a SQLite file; ``SessionDB(url=...)`` a PostgreSQL
+    database. Thread-safe: SQLite serialises on one connection, PostgreSQL draws a connection
+    from the process's pool per transaction.
     """
 
     def __init__(self, db_path: Optional[str | os.PathLike[str]] = None, *,
                  url: Optional[str] = None, pool_size: Optional[int] = None) -> None:
-        self._b = open_backend(db_path, url, pool_size)
+        backend = open_backend(db_path, url, pool_size)
+        self._b: StoreBackend = backend
+        # what only a SQLite store has: its file and its one connection (``conn``)
+        self._sqlite = backend if isinstance(backend, SQLiteBackend) else None
         self.backend: str = self._b.name
-        self.db_path = getattr(self._b, "db_path", None)
+        self.db_path: Optional[Path] = self._sqlite.db_path if self._sqlite else None
         self.label: str = self._b.label  # the path, or the URL without its password
 
     @classmethod
-    def from_config(cls, cfg: Any) -> "SessionDB":
+    def from_config(cls, cfg: "HermesConfig") -> "SessionDB":
         """The store a config names (its ``store`` section, ``HERMES_DATABASE_URL`` first)."""
         from hermes_core.config import store_url
 
         return cls(url=store_url(cfg), pool_size=cfg.store.pool_size)
 
-    # -- plumbing the mixins use ---------------------------------------------------------------
+    # -- maintenance -----------------------------------------------------------------------------
 
     @property
-    def conn(self) -> Any:
+    def conn(self) -> sqlite3.Connection:
         """The SQLite connection (tests and maintenance); PostgreSQL has a pool instead."""
-        if self.backend != "sqlite":
+        if self._sqlite is None:
             raise SessionDBError("a PostgreSQL store has no single connection; use execute()")
-        return self._b.conn
-
-    def _write(self, fn: Callable[[Any], T]) -> T:
-        return self._b.write(fn)
-
-    def _read(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
-        return self._b.read(sql, params)
+        return self._sqlite.conn
 
     def execute(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
         """One statement in its own transaction (``?`` placeholders on both backends): for
         maintenance and tests. Returns the rows it produced (empty for most writes)."""
-        def tx(c: Any) -> list[tuple]:
+        def tx(c: Tx) -> list[tuple]:
             cur = c.execute(sql, tuple(params))
             return [tuple(r) for r in cur.fetchall()] if cur.description else []
         return self._write(tx)
@@ -121,7 +127,12 @@ class SessionDB(SessionsMixin, MessagesMixin, SearchMixin, LocksMixin, CronMixin
         self.close()
 
     def schema_version(self) -> int:
-        return self._b.schema_version()
+        """How many migrations the store has applied (``hermes doctor``, ``store status``)."""
+        return len(self.applied_migrations())
+
+    def applied_migrations(self) -> list[str]:
+        """The names of the applied migrations, in ``migrations.NAMES`` order."""
+        return self._b.applied_migrations()
 
     def pool_stats(self) -> dict[str, int]:
         """PostgreSQL: ``size``, ``in_use``, ``max_size`` of this process's pool; SQLite: {}."""
@@ -138,7 +149,7 @@ class SessionDB(SessionsMixin, MessagesMixin, SearchMixin, LocksMixin, CronMixin
         """
         return self._b.advisory_lock(name, wait)
 
-    def lock_fence(self, name: str) -> Any:
+    def lock_fence(self, name: str) -> Optional[Fence]:
         """For a lock this process holds through ``advisory_lock``: an object that fenced writes
         (``append_messages(..., fence=)``) check inside their transaction, raising
         ``LeaseLost`` (nothing written) once the lock was lost. None on SQLite, or when the lock
@@ -150,7 +161,7 @@ class SessionDB(SessionsMixin, MessagesMixin, SearchMixin, LocksMixin, CronMixin
     def integrity_check(self) -> list[str]:
         """Problems found (empty list = healthy). Slow on big stores: doctor only."""
         try:
-            return self._b.integrity_problems(self._b.expected_version)
+            return migration_problems(self.applied_migrations()) + self._b.integrity_problems()
         except self._b.errors as exc:
             return [f"database error: {exc}"]
 

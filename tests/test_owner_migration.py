@@ -5,7 +5,8 @@ from __future__ import annotations
 import sqlite3
 
 from hermes_state import SessionDB
-from hermes_state import postgres_schema, sqlite_schema
+from hermes_state.migrations import NAMES
+from tests.legacy_stores import postgres_store, sqlite_store
 
 
 def _old_rows(c) -> None:
@@ -32,29 +33,15 @@ def _check(db: SessionDB) -> None:
 
 def test_sqlite_store_upgrades_in_place(tmp_path):
     path = tmp_path / "state.db"
-    conn = sqlite3.connect(path, isolation_level=None)
-    for number, migration in enumerate(sqlite_schema.MIGRATIONS[:6], start=1):
-        migration(conn)
-        conn.execute(f"PRAGMA user_version = {number}")
-    _old_rows(conn)
-    conn.close()
+    sqlite_store(path, 6, _old_rows)
     with SessionDB(path) as db:
-        assert db.schema_version() == len(sqlite_schema.MIGRATIONS)
+        assert db.applied_migrations() == list(NAMES)
         _check(db)
 
 
 def test_postgres_store_upgrades_in_place(pg_cluster):
-    import psycopg
-
     url = pg_cluster.new_database(migrated=False)
-    with psycopg.connect(url, autocommit=True) as conn:
-        with conn.transaction():
-            conn.execute("CREATE TABLE schema_version (version BIGINT NOT NULL)")
-            for number, statements in enumerate(postgres_schema.MIGRATIONS[:2], start=1):
-                for sql in statements:
-                    conn.execute(sql)
-                conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (number,))
-            _old_rows(conn)
+    postgres_store(url, 2, _old_rows)
     with SessionDB(url=url) as db:
-        assert db.schema_version() == len(postgres_schema.MIGRATIONS)
+        assert db.applied_migrations() == list(NAMES)
         _check(db)

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 import hermes_state
-from hermes_state import MIGRATIONS, SessionDB, SessionDBError
+from hermes_state import SessionDB, SessionDBError, sqlite_schema
+from hermes_state.migrations import NAMES
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -73,14 +74,14 @@ def read_line(proc: subprocess.Popen) -> str:
 
 def test_schema_created_and_reopen_is_idempotent(db_path: Path) -> None:
     with SessionDB(db_path) as db:
-        assert db.schema_version() == len(MIGRATIONS)
+        assert db.schema_version() == len(NAMES)
         sid = db.create_session(title="first")
         db.append_message(sid, "user", "remember the walrus")
     mode = sqlite3.connect(db_path).execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
     for _ in range(2):
         with SessionDB(db_path) as db:
-            assert db.schema_version() == len(MIGRATIONS)
+            assert db.schema_version() == len(NAMES)
             assert [m["content"] for m in db.get_active_messages(sid)] == ["remember the walrus"]
             assert len(db.search_messages("walrus")) == 1
             assert db.integrity_check() == []
@@ -92,14 +93,14 @@ def test_schema_created_and_reopen_is_idempotent(db_path: Path) -> None:
 
 def test_migration_from_older_version_backfills_search(db_path: Path) -> None:
     raw = sqlite3.connect(db_path, isolation_level=None)
-    MIGRATIONS[0](raw)
+    sqlite_schema.STEPS["core"](raw)
     raw.execute("PRAGMA user_version = 1")
     raw.execute("INSERT INTO sessions (id, source) VALUES ('old', 'cli')")
     raw.execute("INSERT INTO messages (session_id, role, content, seq) "
                 "VALUES ('old', 'user', 'legacy platypus text', 1)")
     raw.close()
     with SessionDB(db_path) as db:
-        assert db.schema_version() == len(MIGRATIONS)
+        assert db.schema_version() == len(NAMES)
         hits = db.search_messages("platypus")
         assert [h["session_id"] for h in hits] == ["old"]
         assert db.integrity_check() == []
@@ -495,7 +496,7 @@ def test_processes_open_a_fresh_file_at_once(tmp_path: Path, db_path: Path) -> N
         assert read_line(p) == "ready"
     (tmp_path / "go").touch()
     for p in procs:
-        assert read_line(p) == str(len(MIGRATIONS))
+        assert read_line(p) == str(len(NAMES))
         assert p.wait(timeout=60) == 0
     with SessionDB(db_path) as db:
         assert len(db.get_messages("s")) == 4

@@ -1,4 +1,4 @@
-"""What only PostgreSQL has (SPEC §16): versioned migrations under an advisory lock, several
+"""What only PostgreSQL has (SPEC §16): named migrations under an advisory lock, several
 processes on one database, a cross-host cron claim, errors that never show the password, a
 database restarted under an open store. Real server (tests/postgres.py), real processes."""
 from __future__ import annotations
@@ -13,6 +13,7 @@ import pytest
 
 from hermes_state import SessionDB, SessionDBError
 from hermes_state import postgres_schema
+from hermes_state.migrations import NAMES
 
 REPO = Path(__file__).resolve().parents[1]
 NOW = 1_800_000_000.0
@@ -52,26 +53,27 @@ def run_children(tmp_path: Path, body: str, url: str, n: int) -> list[str]:
                 p.wait()
 
 
-def versions(url: str) -> list[int]:
+def recorded(url: str) -> list[str]:
+    """Every row of ``schema_migrations``, by name (a name twice would show twice)."""
     import psycopg
     with psycopg.connect(url) as conn:
-        return [r[0] for r in conn.execute("SELECT version FROM schema_version ORDER BY version")]
+        return [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
 
 
 def test_a_migration_run_twice_is_a_no_op(pg_cluster):
     url = pg_cluster.new_database(migrated=False)
     with SessionDB(url=url) as db:
-        assert db.backend == "postgresql" and db.schema_version() == len(postgres_schema.MIGRATIONS)
+        assert db.backend == "postgresql" and db.schema_version() == len(NAMES)
         db.create_session("kept")
     import psycopg
     with psycopg.connect(url, autocommit=True) as conn:
-        assert postgres_schema.migrate(conn) == 0  # nothing left to apply
+        assert postgres_schema.migrate(conn, "test") == 0  # nothing left to apply
     with SessionDB(url=url) as db:
         assert db.get_session("kept") and db.integrity_check() == []
-    assert versions(url) == list(range(1, len(postgres_schema.MIGRATIONS) + 1))
+    assert recorded(url) == sorted(NAMES)
 
 
-def test_processes_migrating_at_once_apply_each_version_once(pg_cluster, tmp_path):
+def test_processes_migrating_at_once_apply_each_migration_once(pg_cluster, tmp_path):
     url = pg_cluster.new_database(migrated=False)
     outs = run_children(tmp_path, """
         wait_for_go()
@@ -80,10 +82,26 @@ def test_processes_migrating_at_once_apply_each_version_once(pg_cluster, tmp_pat
             db.create_session()
             print(db.schema_version())
     """, url, 4)
-    assert outs == [str(len(postgres_schema.MIGRATIONS))] * 4
-    assert versions(url) == list(range(1, len(postgres_schema.MIGRATIONS) + 1))
+    assert outs == [str(len(NAMES))] * 4
+    assert recorded(url) == sorted(NAMES)
     with SessionDB(url=url) as db:
         assert db.count_sessions() == 4
+
+
+def test_processes_upgrading_an_old_database_at_once_record_each_name_once(pg_cluster,
+                                                                           tmp_path):
+    from tests.legacy_stores import postgres_store
+
+    url = pg_cluster.new_database(migrated=False)
+    postgres_store(url, 1)
+    outs = run_children(tmp_path, """
+        wait_for_go()
+        from hermes_state import SessionDB
+        with SessionDB(url=db_url) as db:
+            print(",".join(db.applied_migrations()))
+    """, url, 4)
+    assert outs == [",".join(NAMES)] * 4
+    assert recorded(url) == sorted(NAMES)  # a name twice would fail its primary key anyway
 
 
 def test_four_processes_claim_one_cron_occurrence_once(pg_url, tmp_path):

@@ -4,7 +4,9 @@ from __future__ import annotations
 import json
 
 from hermes_state import SessionDB
+from hermes_state.migrations import NAMES
 from tests.cli.conftest import hermes_env, run_hermes
+from tests.legacy_stores import sqlite_store
 from tests.postgres import PASSWORD
 
 
@@ -38,6 +40,7 @@ def test_migrate_copies_every_table_and_refuses_a_non_empty_target(hermes_home, 
     assert "messages: copying 3 rows" in res.stdout and "search built" in res.stdout
     assert "  cron_runs" in res.stdout and "pairing_state" in res.stdout
     with SessionDB(url=url) as db:
+        assert db.applied_migrations() == list(NAMES)
         assert db.search_sessions("zeppelin")[0][0]["compacted"] == 1  # the compacted row too
         assert db.get_active_messages(seeded["parent"])[0]["content"] == "summary"
         assert db.list_children(seeded["parent"])[0]["status"] == "completed"
@@ -81,8 +84,43 @@ def test_status_and_doctor_on_postgresql(hermes_home, pg_url):
     assert st.returncode == 0, st.stderr
     info = json.loads(st.stdout)
     assert info["backend"] == "postgresql" and PASSWORD not in st.stdout
-    assert info["schema_version"] >= 1 and info["pool"]["max_size"] >= 1
+    assert info["schema_version"] == len(NAMES) and info["pool"]["max_size"] >= 1
+    assert info["migrations"] == list(NAMES)
     doc = run_hermes("doctor", env=env)
     line = next(x for x in doc.stdout.splitlines() if "session store" in x)
     assert "PostgreSQL postgresql://postgres@127.0.0.1" in line and "reachable" in line
     assert "schema version" in line and "pool" in line and PASSWORD not in doc.stdout
+
+
+def test_migrate_from_a_file_of_numbered_migrations_records_every_name(hermes_home, pg_cluster):
+    def rows(c) -> None:
+        c.execute("INSERT INTO sessions (id, source) VALUES ('old', 'cli')")
+        c.execute("INSERT INTO messages (session_id, role, content, seq)"
+                  " VALUES ('old', 'user', 'an old walrus', 1)")
+
+    sqlite_store(hermes_home / "state.db", 5, rows)  # from before pairing and owners
+    url = pg_cluster.new_database(migrated=False)
+    res = run_hermes("store", "migrate", "--to", url, env=hermes_env())
+    assert res.returncode == 0, res.stderr
+    with SessionDB(hermes_home / "state.db") as src, SessionDB(url=url) as dst:
+        assert src.applied_migrations() == dst.applied_migrations() == list(NAMES)
+        assert dst.search_sessions("walrus")[0][0]["session_id"] == "old"
+    st = run_hermes("store", "status", "--json", env=hermes_env(HERMES_DATABASE_URL=url))
+    assert json.loads(st.stdout)["migrations"] == list(NAMES)
+
+
+def test_a_store_a_newer_hermes_migrated_is_one_line_exit_2(hermes_home, pg_cluster):
+    with SessionDB(hermes_home / "state.db") as db:
+        db.create_session("kept")
+        db.execute("INSERT INTO schema_migrations (name, applied_at) VALUES ('zz_next', 1)")
+    env = hermes_env()
+    for args in (("store", "status", "--json"), ("sessions", "list")):
+        res = run_hermes(*args, env=env)
+        assert res.returncode == 2 and "zz_next" in res.stderr and "newer Hermes" in res.stderr
+        assert len(res.stderr.strip().splitlines()) == 1 and res.stdout == ""
+    url = pg_cluster.new_database(migrated=False)
+    res = run_hermes("store", "migrate", "--to", url, env=env)
+    assert res.returncode == 2 and "zz_next" in res.stderr
+    import psycopg
+    with psycopg.connect(url) as conn:  # the target was not touched
+        assert conn.execute("SELECT to_regclass('sessions')").fetchone()[0] is None

@@ -224,19 +224,13 @@ def test_runs_of_dead_claimers_become_unknown(db):
 
 
 def test_migration_adds_the_tables_to_an_existing_store(tmp_path):
-    import sqlite3
-
-    from hermes_state import MIGRATIONS
+    from hermes_state.migrations import NAMES
+    from tests.legacy_stores import sqlite_store
 
     path = tmp_path / "old.db"
-    conn = sqlite3.connect(path)
-    for m in MIGRATIONS[:2]:
-        m(conn)
-    conn.execute("PRAGMA user_version = 2")
-    conn.commit()
-    conn.close()
+    sqlite_store(path, 2)
     with SessionDB(path) as d:
-        assert d.schema_version() == len(MIGRATIONS)
+        assert d.schema_version() == len(NAMES)
         assert make(d)["id"] and d.integrity_check() == []
 
 
