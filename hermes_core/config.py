@@ -11,6 +11,8 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from hermes_core.web_config import BrowserConfig, VisionModel, WebConfig
+
 
 class ConfigError(Exception):
     """config.yaml cannot be used; the message names the file and the fix."""
@@ -70,6 +72,7 @@ class AuxModel(_Section):
 
 class AuxiliaryConfig(_Section):
     compression: AuxModel = Field(default_factory=AuxModel)
+    vision: VisionModel = Field(default_factory=VisionModel)  # vision_analyze (issue 23)
 
 
 class AgentConfig(_Section):
@@ -181,6 +184,8 @@ class HermesConfig(_Section):
 
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
     plugins: PluginsConfig = Field(default_factory=PluginsConfig)
+    web: WebConfig = Field(default_factory=WebConfig)  # web_search, web_extract (issue 23)
+    browser: BrowserConfig = Field(default_factory=BrowserConfig)  # browser_* tools (issue 23)
 
 
 def load_plugins(cfg: HermesConfig) -> list:
