@@ -83,8 +83,16 @@ def _locator(session: BrowserSession, ref: str, tool: str) -> Any:
 
 async def _act(session: BrowserSession, tool: str, ref: str, act: Callable[[Any], Awaitable[Any]]
                ) -> None:
+    locator = _locator(session, ref, tool)
     try:
-        await act(_locator(session, ref, tool))
+        found = await locator.count()
+    except Exception:  # a ref of an earlier document: Playwright cannot even parse it now
+        found = 0
+    if not found:
+        raise ToolError(f"{tool}: element {ref} is not on the page (any more): take a new "
+                        "browser_snapshot")
+    try:
+        await act(locator)
     except ToolError:
         raise
     except Exception as exc:
