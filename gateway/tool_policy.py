@@ -25,7 +25,8 @@ def gateway_toolsets(gw: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     start). The CLI's `toolsets:` never applies here: chat users do not inherit the owner's
     choices at the terminal.
     """
-    from tools.registry import UnknownToolsetError, check_toolset_names, opt_in_toolsets, toolset_names
+    from tools.registry import (UnknownToolsetError, check_toolset_names, opt_in_toolsets,
+                                toolset_names)
 
     raw = gw.get("toolsets")
     if raw is None:

@@ -26,9 +26,10 @@ def _listify(v: Any) -> Any:
 class WebConfig(_Section):
     """web_search and web_extract. The SSRF guard refuses private addresses unless allow_private."""
 
-    backend: Optional[str] = None  # Hermes' shared key: searxng, brave, tavily, exa, firecrawl, ddgs
+    # Hermes' shared key: searxng, brave, tavily, exa, firecrawl, ddgs (or duckduckgo)
+    backend: Optional[str] = None
     search_backend: Optional[str] = None  # beats ``backend`` for web_search
-    search_url: Optional[str] = None  # the backend's endpoint (self-hosted SearXNG/Firecrawl, tests)
+    search_url: Optional[str] = None  # the backend's endpoint (self-hosted instances, tests)
     allow_private: bool = False  # let web_extract and the browser reach loopback/private addresses
     allow_hosts: list[str] = Field(default_factory=list)  # "host" or "host:port" exempt from it
     timeout: float = Field(default=20.0, gt=0)  # seconds per page (connect + read)

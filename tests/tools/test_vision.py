@@ -44,7 +44,8 @@ def test_local_image_to_the_auxiliary_model(tmp_path, png, fake_provider):
 
 
 def test_default_is_the_main_model_inside_a_turn(make_agent, fake_provider, png):
-    fake_provider.queue(tool_calls([("vision_analyze", {"image": str(png), "question": "Colour?"})]),
+    call = ("vision_analyze", {"image": str(png), "question": "Colour?"})
+    fake_provider.queue(tool_calls([call]),
                         text("red"), text("The image is red."))
     res = make_agent().run_conversation("what colour is red.png?")
     assert res["final_response"] == "The image is red."

@@ -89,7 +89,8 @@ def test_a_failing_backend_is_named_with_its_cause(api, tmp_path, monkeypatch):
 def test_listed_only_when_a_backend_is_usable(hermes_home, tmp_path, monkeypatch):
     assert "web_search" not in get_tool_names()
     assert "set web.backend" in (check() or "")
-    with pytest.raises(ToolError, match=r"'web_search' is unavailable: no search backend is configured: set web\."):
+    with pytest.raises(ToolError, match=r"'web_search' is unavailable: no search backend is "
+                       r"configured: set web\."):
         search(ctx_with(tmp_path))
     (hermes_home / "config.yaml").write_text("web:\n  backend: tavily\n")
     assert check() == "the tavily search backend needs TAVILY_API_KEY in HERMES_HOME/.env"

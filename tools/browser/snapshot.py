@@ -1,9 +1,9 @@
 """The page as the model sees it: Playwright's accessibility snapshot (``aria_snapshot(mode=
 "ai")``: roles, names, values, and a ref per element) made compact and bounded. Pure.
 
-Refs are written ``@e5`` (``@f1e2`` inside a later document or a frame); browser_click/browser_type take ``@e5`` (or ``e5``), which becomes
-Playwright's ``aria-ref=e5`` locator. Past the token budget the tree is cut at a line and the
-result says how many lines were left out.
+Refs are written ``@e5`` (``@f1e2`` inside a later document or a frame); browser_click and
+browser_type take ``@e5`` (or ``e5``), which becomes Playwright's ``aria-ref=e5`` locator. Past
+the token budget the tree is cut at a line and the result says how many lines were left out.
 """
 from __future__ import annotations
 

@@ -61,7 +61,8 @@ def save_full(ctx: Any, url: str, title: str, text: str) -> Path:
 
 
 def fit(ctx: Any, url: str, title: str, text: str, max_tokens: int) -> str:
-    """``text`` as shown in a tool result: whole, or head + a marker naming the saved file + tail."""
+    """``text`` as shown in a tool result: whole, or head + a marker naming the saved file +
+    tail."""
     cut = head_tail(text, max_tokens)
     if cut is None:
         return text

@@ -50,7 +50,8 @@ def web_extract(args: dict, ctx: ToolContext) -> str:
     sections = [_section(ctx, url, page, web.page_tokens) for url, page in zip(urls, pages)]
     if not any(ok for _, ok in sections):
         lines = [text.split("\n", 1)[1].removeprefix("error: ") for text, _ in sections]
-        detail = lines[0] if len(lines) == 1 else "; ".join(f"{u}: {e}" for u, e in zip(urls, lines))
+        pairs = zip(urls, lines)
+        detail = lines[0] if len(lines) == 1 else "; ".join(f"{u}: {e}" for u, e in pairs)
         where = f"{urls[0]}: " if len(urls) == 1 else ""
         raise ToolError(f"web_extract: {where}{detail}")
     return "\n\n---\n\n".join(text for text, _ in sections)

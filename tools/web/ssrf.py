@@ -65,7 +65,8 @@ def host_exempt(host: str, port: Optional[int], policy: GuardPolicy) -> bool:
     if policy.allow_private:
         return True
     host = host.lower().strip("[]")
-    return host in policy.allow_hosts or (port is not None and f"{host}:{port}" in policy.allow_hosts)
+    listed = policy.allow_hosts
+    return host in listed or (port is not None and f"{host}:{port}" in listed)
 
 
 def ip_literal(host: str) -> Optional[IP]:

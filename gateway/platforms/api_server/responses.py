@@ -71,7 +71,8 @@ def parse_request(body: dict[str, Any]) -> ResponsesRequest:
     metadata = body.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
         raise APIError(400, "'metadata' must be an object.", param="metadata")
-    return ResponsesRequest(chat_parts(items[-1].get("content")), prior, prev or None, conv or None, store,
+    user = chat_parts(items[-1].get("content"))
+    return ResponsesRequest(user, prior, prev or None, conv or None, store,
                             body.get("instructions"), bool(body.get("stream")), str(body.get("model") or MODEL_ID),
                             metadata)
 

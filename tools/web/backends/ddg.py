@@ -53,6 +53,7 @@ def factory(engine: str) -> Callable[[Any, Mapping[str, str]], DDGSBackend]:
         try:
             import ddgs  # noqa: F401
         except ImportError:
-            raise BackendUnavailable("the ddgs library is not installed (pip install ddgs)") from None
+            raise BackendUnavailable("the ddgs library is not installed (pip install ddgs)"
+                                     ) from None
         return DDGSBackend("ddgs" if engine == "auto" else engine, engine)
     return make
