@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from hermes_core.files import atomic_write
 from hermes_core.config import ConfigError, hermes_home, load_config, load_env_file
 from hermes_core.home import create_private_file, ensure_home, ensure_private_dir, write_env_var
 
@@ -89,10 +90,8 @@ def _write_status(path: Optional[Path] = None, **fields: Any) -> None:
     descriptors, a full disk) is logged once a minute per kind and the next refresh tries again."""
     target = path or status_path()
     data = {"pid": os.getpid(), "updated_at": time.time(), **fields}
-    tmp = target.with_suffix(".tmp")
     try:
-        tmp.write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
-        os.replace(tmp, target)
+        atomic_write(target, json.dumps(data, indent=1, default=str))
     except (OSError, ValueError, TypeError) as exc:
         kind = f"{type(exc).__name__}:{getattr(exc, 'errno', '')}"
         if time.monotonic() - _status_failures.get(kind, -1e9) >= 60:
@@ -272,7 +271,7 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
 
     env, gw = os.environ, dict(cfg.gateway or {})
     api_cfg, tg_cfg = _section(gw, "api_server"), _section(gw, "telegram")
-    db = SessionDB()
+    db = SessionDB.from_config(cfg)
     adapters: list[Any] = []
     token = env.get("TELEGRAM_BOT_TOKEN") or tg_cfg.get("token") or tg_cfg.get("bot_token")
     if token and tg_cfg.get("enabled", True) and not args.no_telegram:
@@ -291,7 +290,7 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
     allowed = {"*": _ids(gw.get("allowed_users")), "telegram": _ids(tg_cfg.get("allowed_users"))}
     runner = GatewayRunner(
         session_db=db, agent_factory=default_agent_factory(cfg, db), adapters=adapters,
-        access=AccessControl(PairingStore(), config_allowed=allowed),
+        access=AccessControl(PairingStore(db=db), config_allowed=allowed),
         busy_policy=args.busy_policy or str(gw.get("busy_policy", "queue")),
         max_workers=turns.threads, turn_limit=turns.limit, max_cached_agents=int(gw.get("max_cached_agents", 1000)),
         lease_wait=lease_wait(gw))
@@ -317,14 +316,15 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
     platforms = [a.name for a in adapters] + (["api_server"] if api else [])
     started = time.time()
     from tools.mcp.manager import shutdown_servers, start_servers
-    from cron.api import jobs_api
-    from cron.delivery import adapter_sender, bot_api_sender
+    from gateway.cron_api import jobs_api
+    from cron.delivery import registered_sender
+    from gateway.delivery import adapter_sender
     from cron.scheduler import Scheduler
 
     # one set of MCP servers per process, shared by every session; agents wait for them at their
     # first turn (up to connect_timeout), never at start-up
     start_servers(cfg)  # its news goes to the `hermes.mcp` logger, so into gateway.log
-    scheduler = Scheduler(db, cfg, sender=adapter_sender(runner.adapters, loop, bot_api_sender(cfg)))
+    scheduler = Scheduler(db, cfg, sender=adapter_sender(runner.adapters, loop, registered_sender(cfg)))
     from gateway.warmup import warm_up
 
     log.info("turn limit %d (%s), %d turn threads", turns.limit, turns.source, turns.threads)
@@ -343,7 +343,7 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
                                                   **roles()}))
     await runner.start()
     if api is not None:
-        from gateway.tool_policy import run_policy
+        from agent.tool_policy import run_policy
 
         await api.add_routes(jobs_api(scheduler, run_policy(cfg))).start()
     address = f"http://{api.host}:{api.port}" if api else None
@@ -460,7 +460,7 @@ def _one_process_store() -> Optional[str]:
     from hermes_state import SessionDB
 
     try:
-        db = SessionDB()
+        db = SessionDB.from_config(load_config())
     except Exception as exc:  # unreachable database, wrong password: the store's own one line
         return str(exc)
     try:
@@ -590,7 +590,9 @@ def pairing_main(argv: Optional[list[str]] = None) -> int:
     rv.add_argument("platform")
     rv.add_argument("user_id")
     args = parser.parse_args(argv)
-    store = PairingStore()
+    from hermes_state import SessionDB
+
+    store = PairingStore(db=SessionDB.from_config(load_config()))
     if args.cmd == "approve":
         entry = store.approve(args.platform.lower(), args.code)
         if entry is None:

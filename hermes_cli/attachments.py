@@ -18,7 +18,7 @@ def read_image(path: str, cwd: Optional[Path] = None, max_bytes: int = MAX_IMAGE
                ) -> dict[str, Any]:
     """The ``image_url`` part of an image file (relative paths against ``cwd``); ValueError with
     one line (which file, why) when it cannot be attached."""
-    from tools.registry import ToolContext, ToolError
+    from tools.context import ToolContext, ToolError
     from tools.vision import load_image
 
     try:

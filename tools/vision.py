@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from hermes_core.images import data_url, image_part, rejects_images, sniff_image, text_part
-from tools.registry import ToolContext, ToolError, ToolSpec
+from tools.context import ToolContext, ToolError
+from tools.registry import ToolSpec
 
 SETUP_HINT = ("set auxiliary.vision.model (and base_url/api_key, or provider) in config.yaml to a "
               "model that reads images")

@@ -12,7 +12,7 @@ from tools.browser import snapshot
 from tools.browser.host import HOST
 from tools.browser.proxy import REFUSED_HEADER
 from tools.browser.session import SESSIONS, BrowserSession, find_chromium, INSTALL_HINT
-from tools.registry import ToolContext, ToolError
+from tools.context import ToolContext, ToolError
 from tools.web.ssrf import GuardPolicy, SSRFRefused, check_url
 
 SETTLE_MS = 3000  # after an action: wait (at most this) for the network to go quiet

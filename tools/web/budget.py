@@ -52,7 +52,7 @@ def store_dir(ctx: Any) -> Path:
 
 def save_full(ctx: Any, url: str, title: str, text: str) -> Path:
     """Write the whole extracted text; returns its path."""
-    from tools.skills.store import atomic_write
+    from hermes_core.files import atomic_write
 
     path = store_dir(ctx) / (hashlib.sha256(url.encode()).hexdigest()[:16] + ".md")
     header = f"# {title}\n" if title else ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tools.registry import ToolContext, ToolError
+from tools.context import ToolContext, ToolError
 from tools.web.budget import fit
 from tools.web.extract import ExtractError, extract
 from tools.web.fetch import FetchError, FetchOptions, fetch_pages

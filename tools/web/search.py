@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Protocol
 
-from tools.registry import ToolContext, ToolError
+from tools.context import ToolContext, ToolError
 
 MAX_RESULTS = 10
 SNIPPET_CHARS = 300
