@@ -3,7 +3,8 @@
 Pages: ``/article/<slug>`` (tests/web_articles.py), ``/login`` (a form that posts to
 ``/welcome``), ``/redirect?to=URL``, ``/loop`` (redirects forever), ``/huge`` (50 MB, streamed;
 ``huge_sent`` counts what actually left), ``/doc.pdf``, ``/image.png``, ``/slow`` (never finishes
-its body), ``/secret`` (what the SSRF tests must never reach; ``hits`` counts every path).
+its body), ``/secret`` (what the SSRF tests must never reach; ``hits`` counts every path), hostile pages
+(``/bomb`` gzip bomb, ``/nested`` 20,000 nested divs, ``/binary``, ``/badcharset``).
 Fake search APIs with each provider's answer shape: ``/searxng/search``, ``/brave/search``,
 ``/tavily/search``, ``/exa/search``, ``/firecrawl/v1/search``; ``api_requests`` records them.
 """
@@ -62,6 +63,24 @@ def make_png(width: int = 2, height: int = 2) -> bytes:
                                                                 0, 0))
             + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
+
+def _bomb() -> tuple[bytes, dict[str, str]]:
+    """200 MB of markup that arrive as 200 kB of gzip."""
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    chunk = b"<p>" + b"a" * 1_000_000 + b"</p>"
+    data = z.compress(b"<html><body>") + b"".join(z.compress(chunk) for _ in range(200))
+    return data + z.flush(), {"Content-Type": "text/html", "Content-Encoding": "gzip"}
+
+
+HOSTILE = {
+    "/bomb": _bomb,
+    "/nested": lambda: (b"<html><body>" + b"<div>" * 20000 + b"deep text" + b"</div>" * 20000
+                        + b"</body></html>", {"Content-Type": "text/html"}),
+    "/binary": lambda: (bytes(range(256)) * 64, {"Content-Type": "application/octet-stream"}),
+    "/badcharset": lambda: ("<html><body><p>caf\u00e9 au lait, a long enough paragraph of "
+                            "text to count as the page's content.</p></body></html>".encode(),
+                            {"Content-Type": "text/html; charset=x-no-such-charset"}),
+}
 
 SEARCH_HITS = [("Tide ledgers of Kelmsford", "https://example.org/tides", "Handwritten records."),
                ("Rooftop bees", "https://example.org/bees", "Six years of swarms.")]
@@ -128,6 +147,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(302, b"", headers={"Location": "/loop"})
         if path == "/huge":
             return self._huge()
+        if path in HOSTILE:
+            body, headers = HOSTILE[path]()
+            return self._send(200, body, headers.pop("Content-Type"), headers)
         if path == "/slow":
             return self._slow()
         provider = path.strip("/").split("/")[0]
@@ -182,6 +204,13 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     web: "WebServer"
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], OSError):
+            return  # a client that dropped the connection (the page cap does): expected
+        super().handle_error(request, client_address)
 
 
 class WebServer:

@@ -96,6 +96,20 @@ def test_other_content_and_failures_say_what_happened(web, tmp_path):
         extract(ctx, *[web.url(f"/article/tides?{n}") for n in range(6)])
 
 
+def test_hostile_pages_give_a_clear_result(web, tmp_path):
+    ctx = ctx_for(tmp_path, max_page_bytes=2_000_000, page_tokens=300)
+    bomb = extract(ctx, web.url("/bomb"))  # 200 MB unpacked: read up to the cap, then dropped
+    assert "only the first 2,000,000 bytes were read" in bomb
+    try:  # 20,000 levels: past the parser's depth limit, it may keep the text or find none
+        nested = extract(ctx, web.url("/nested"))
+    except ToolError as exc:
+        nested = str(exc)
+    assert "deep text" in nested or "the page has no readable text" in nested
+    with pytest.raises(ToolError, match=r"not a text document \(application/octet-stream"):
+        extract(ctx, web.url("/binary"))
+    assert "café au lait" in extract(ctx, web.url("/badcharset"))
+
+
 def test_guard_refuses_loopback_and_every_redirect_hop(web, other, tmp_path):
     trusted = f"127.0.0.1:{web.port}"  # the page itself is allowed; where it redirects is not
     ctx = ctx_for(tmp_path, allow_private=False, allow_hosts=[trusted])

@@ -95,7 +95,8 @@ def pdf_to_text(body: bytes) -> tuple[str, int]:
 def _cut_note(page: Fetched, limit: int) -> str:
     if not page.truncated:
         return ""
-    size = f" of {page.declared_length:,} bytes" if page.declared_length else ""
+    declared = page.declared_length or 0  # (a compressed body declares its packed size)
+    size = f" of {declared:,} bytes" if declared > limit else ""
     return f"only the first {limit:,} bytes{size} were read (web.max_page_bytes)"
 
 
