@@ -62,7 +62,7 @@ def load_image(source: str, ctx: Any, max_bytes: int) -> tuple[bytes, str]:
     if source.startswith(("http://", "https://")):
         data = _fetch_image(source, ctx, max_bytes)
     else:
-        from tools.files import resolve_path
+        from tools.file_access import resolve_path
 
         path, _ = resolve_path(ctx, source)
         if not path.is_file():
