@@ -131,10 +131,7 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
                         tool_progress_callback=tool_cb, status_callback=status_cb,
                         approval_callback=approval, interactive=False)
     message = _with_skill(message, cfg, quiet)
-    if images:
-        from hermes_cli.attachments import with_images
-
-        message = with_images(message, images)  # type: ignore[assignment]
+    message = _attach(message, images)  # type: ignore[assignment]
     streamed = {"any": False, "nl": True}
 
     def on_delta(delta: str) -> None:
@@ -194,6 +191,12 @@ def _images(args: Any, cfg: Any) -> list:
 
     check_provider(provider_settings(args, cfg).provider)
     return [read_image(p, max_bytes=max_bytes_of(cfg)) for p in paths]
+
+
+def _attach(message: str, images: list) -> Any:
+    from hermes_cli.attachments import with_images
+
+    return with_images(message, images)
 
 
 def _with_skill(message: str, cfg: Any, quiet: bool) -> str:
