@@ -75,6 +75,7 @@ class Sessions:
         self.live: dict[str, BrowserSession] = {}
         self._starting: dict[str, asyncio.Lock] = {}
         self._reaper: Optional[asyncio.Task] = None
+        self._reap_every = 30.0
         self.started = 0  # browsers started in this process (tests, bench)
         HOST.on_stop.append(self.close_all)
 
@@ -145,19 +146,29 @@ class Sessions:
         for key in list(self.live):
             await self.close(key)
 
+    def _interval(self) -> float:
+        shortest = min((s.idle_timeout for s in self.live.values()), default=300.0)
+        return max(0.2, min(30.0, shortest / 4))
+
     def _ensure_reaper(self) -> None:
-        if self._reaper is None or self._reaper.done():
-            self._reaper = asyncio.get_running_loop().create_task(self._reap())
+        """One reaper task; restarted when a session needs a shorter look-out than it has."""
+        interval = self._interval()
+        if self._reaper is not None and not self._reaper.done():
+            if interval >= self._reap_every:
+                return
+            self._reaper.cancel()
+        self._reap_every = interval
+        self._reaper = asyncio.get_running_loop().create_task(self._reap())
 
     async def _reap(self) -> None:
         while self.live:
-            shortest = min(s.idle_timeout for s in self.live.values())
-            await asyncio.sleep(max(0.2, min(30.0, shortest / 4)))
+            self._reap_every = self._interval()
+            await asyncio.sleep(self._reap_every)
             now = time.monotonic()
             for key, session in list(self.live.items()):
                 if not session.lock.locked() and now - session.last_used > session.idle_timeout:
                     log.info("closing the idle browser of session %s", key)
-                    await self.close(key)
+                    await asyncio.shield(self.close(key))  # a restarted reaper never cuts it
 
 
 SESSIONS = Sessions()
