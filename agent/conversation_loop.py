@@ -12,6 +12,7 @@ from typing import Any, Optional, Union
 from agent import results
 from agent.conversation_compression import compression_skipped_due_to_lock, made_progress
 from agent.error_classifier import ClassifiedError, ErrorKind, classify_error
+from hermes_core.images import rejects_images
 from agent.providers.openai_compat import ModelReply, StreamInterrupted
 from hermes_core.tokens import estimate_messages_tokens_rough, estimate_request_tokens_rough, estimate_tools_tokens
 from agent.turn_context import TurnState
@@ -112,6 +113,9 @@ def _failure_message(agent: Any, err: ClassifiedError, retries: int) -> str:
     if err.kind is ErrorKind.AUTH:
         return (f"The provider rejected the credentials ({err.status or 'auth error'}) at {agent.base_url}. "
                 f"Fix {agent._api_key_setting()} (or run `hermes setup`) and try again.")
+    if err.kind is ErrorKind.CLIENT and rejects_images(text):
+        return (f"The model {agent.model} does not accept images ({detail}). Use a model that "
+                "reads images (-m, or model.default), or /undo and describe the image in words.")
     if err.retryable:
         return (f"The provider kept failing ({err.kind.value}: {detail}) after {retries} retries. "
                 f"Your message is saved; try again in a moment.")

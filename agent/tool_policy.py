@@ -19,15 +19,19 @@ DISABLED_BY_DEFAULT = ("terminal", "code_execution")  # both run arbitrary code 
 def gateway_toolsets(gw: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """(enabled_toolsets, disabled_toolsets) for a gateway agent, from `gateway.toolsets`.
 
-    Unset: every toolset that exists now except the terminal (the owner's MCP servers included;
-    call it per agent, they register when they start). The CLI's `toolsets:` never applies here:
-    chat users do not inherit the owner's choices at the terminal.
+    Unset: every toolset that exists now except the terminal and the opt-in ones (the browser:
+    a chat user does not drive a browser on the owner's machine unless `gateway.toolsets` says
+    so); the owner's MCP servers are included (call it per agent, they register when they
+    start). The CLI's `toolsets:` never applies here: chat users do not inherit the owner's
+    choices at the terminal.
     """
-    from tools.registry import UnknownToolsetError, check_toolset_names, toolset_names
+    from tools.registry import (UnknownToolsetError, check_toolset_names, opt_in_toolsets,
+                                toolset_names)
 
     raw = gw.get("toolsets")
     if raw is None:
-        return [t for t in toolset_names() if t not in DISABLED_BY_DEFAULT], []
+        off = set(DISABLED_BY_DEFAULT) | opt_in_toolsets()
+        return [t for t in toolset_names() if t not in off], []
     if isinstance(raw, str):
         raw = raw.split(",")
     if not isinstance(raw, (list, tuple)) or not all(isinstance(t, str) for t in raw):

@@ -179,7 +179,7 @@ class ChatSession(SlashCommands):
         self.turns += 1
         self.r.begin_turn()
         res, err, interrupted = self.run_in_worker(
-            lambda: self.agent.run_conversation(text, stream_callback=self.r.on_delta))
+            lambda: self.agent.run_conversation(self.attach(text), stream_callback=self.r.on_delta))
         self.show_result(res, err, interrupted)
         if err is None and res:
             from agent import skill_review as review
@@ -341,6 +341,7 @@ def run_repl(args: Any, cfg: Any) -> int:
     chat = ChatSession(factory, r, session_id=session_id, db=db, yolo=bool(args.yolo),
                        debug=bool(args.debug), notice=lambda line: _show_notice(holder, r, line))
     holder["chat"] = chat
+    chat.queue_images(getattr(args, "images", None) or [])  # --image: on the first message
     for line in banner(chat.agent, local_notice(provider_settings(args, cfg))):
         r.info(line, "dim" if line.startswith("Type") else "yellow" if line.startswith("No model") else "bold")
     if session_id:

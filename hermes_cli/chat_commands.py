@@ -23,6 +23,35 @@ class SlashCommands:
     def cmd_quit(self, arg: str) -> bool:
         return False
 
+    # ---- images for the next message (`/image PATH`, `hermes chat --image PATH`) -------------
+    def queue_images(self, paths: list[str]) -> None:
+        from hermes_cli.attachments import check_provider, read_image
+
+        if paths:
+            check_provider(str(getattr(self.agent, "provider", "")))
+        pending = self.__dict__.setdefault("pending_images", [])
+        for path in paths:
+            pending.append(read_image(path))
+            self.r.info(f"Attached {path} to your next message ({len(pending)} image"
+                        f"{'s' if len(pending) > 1 else ''}).", "dim")
+
+    def attach(self, text: str) -> Any:
+        """The message to send: ``text`` with the queued images (then the queue is empty)."""
+        from hermes_cli.attachments import with_images
+
+        images, self.__dict__["pending_images"] = self.__dict__.get("pending_images", []), []
+        return with_images(text, images)
+
+    def cmd_image(self, arg: str) -> bool:
+        if not arg.strip():
+            self.r.warn("usage: /image <path>  (attaches the image to your next message)")
+            return True
+        try:
+            self.queue_images([arg.strip().strip("'\"")])
+        except ValueError as exc:
+            self.r.error(str(exc))
+        return True
+
     def cmd_new(self, arg: str) -> bool:
         fn = getattr(self.agent, "new_session", None)
         if callable(fn):

@@ -31,6 +31,8 @@ def _add_agent_flags(p: argparse.ArgumentParser, sub: bool) -> None:
     p.add_argument("--yolo", action="store_true", **dflag,
                    help="run dangerous commands (and the embedded model's changes) without asking")
     p.add_argument("--debug", action="store_true", help="verbose logs and full tracebacks", **dflag)
+    p.add_argument("--image", action="append", dest="images", metavar="PATH",
+                   help="attach an image to the (first) message; repeatable", **d)
 
 
 def build_parser() -> argparse.ArgumentParser:

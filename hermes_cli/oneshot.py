@@ -94,6 +94,7 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
     from hermes_cli.agent_factory import build_agent, local_notice, provider_settings, resolve_session_arg, open_db
 
     notes = QuietNotes() if quiet else None
+    images = _images(args, cfg)  # a missing or unreadable image fails before anything starts
     from tools.mcp.manager import shutdown_servers, start_servers
 
     notice = local_notice(provider_settings(args, cfg))
@@ -130,6 +131,7 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
                         tool_progress_callback=tool_cb, status_callback=status_cb,
                         approval_callback=approval, interactive=False)
     message = _with_skill(message, cfg, quiet)
+    message = _attach(message, images)  # type: ignore[assignment]
     streamed = {"any": False, "nl": True}
 
     def on_delta(delta: str) -> None:
@@ -177,6 +179,24 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
     if err:
         raise TurnFailed(err, status) if status != 130 else KeyboardInterrupt()
     return status
+
+
+def _images(args: Any, cfg: Any) -> list:
+    """``--image PATH`` parts (ValueError naming the file when one cannot be attached)."""
+    paths = getattr(args, "images", None) or []
+    if not paths:
+        return []
+    from hermes_cli.agent_factory import provider_settings
+    from hermes_cli.attachments import check_provider, max_bytes_of, read_image
+
+    check_provider(provider_settings(args, cfg).provider)
+    return [read_image(p, max_bytes=max_bytes_of(cfg)) for p in paths]
+
+
+def _attach(message: str, images: list) -> Any:
+    from hermes_cli.attachments import with_images
+
+    return with_images(message, images)
 
 
 def _with_skill(message: str, cfg: Any, quiet: bool) -> str:

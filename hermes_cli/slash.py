@@ -31,6 +31,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("sessions", "list recent sessions"),
     SlashCommand("resume", "continue an earlier session", "<id|title>"),
     SlashCommand("tools", "list the tools the agent can use"),
+    SlashCommand("image", "attach an image to your next message", "<path>"),
     SlashCommand("mcp", "MCP servers: status and tool counts"),
     SlashCommand("cron", "scheduled jobs: list, add, pause, resume, remove, run, runs",
                  "[list|add <schedule> <prompt>|pause|resume|remove|run|runs <job>]"),

@@ -12,6 +12,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from hermes_core.exec_config import CheckpointsConfig, CodeExecutionConfig, TerminalConfig
+from hermes_core.web_config import BrowserConfig, VisionModel, WebConfig
 
 
 class ConfigError(Exception):
@@ -72,6 +73,7 @@ class AuxModel(_Section):
 
 class AuxiliaryConfig(_Section):
     compression: AuxModel = Field(default_factory=AuxModel)
+    vision: VisionModel = Field(default_factory=VisionModel)  # vision_analyze (issue 23)
 
 
 class AgentConfig(_Section):
@@ -196,6 +198,8 @@ class HermesConfig(_Section):
     store: StoreConfig = Field(default_factory=StoreConfig)
     code_execution: CodeExecutionConfig = Field(default_factory=CodeExecutionConfig)
     checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
+    web: WebConfig = Field(default_factory=WebConfig)  # web_search, web_extract (issue 23)
+    browser: BrowserConfig = Field(default_factory=BrowserConfig)  # browser_* tools (issue 23)
 
 
 def load_plugins(cfg: HermesConfig) -> list:

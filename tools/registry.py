@@ -215,6 +215,13 @@ def toolset_names() -> list[str]:
     return [t for t in DEFAULT_TOOLSETS if t in known] + sorted(known - set(DEFAULT_TOOLSETS))
 
 
+def opt_in_toolsets() -> set[str]:
+    """Toolsets offered only when asked for by name (``register_toolset(..., default=False)``)."""
+    _ensure_builtins()
+    with _lock:
+        return set(_opt_in_toolsets)
+
+
 def toolset_tools() -> dict[str, list[str]]:
     """toolset -> the names of its registered tools (in registration order), for ``/tools``."""
     _ensure_builtins()

@@ -14,6 +14,7 @@ from typing import Any, Optional
 from aiohttp import web
 
 from gateway.platforms.api_server import session_headers
+from hermes_core.images import chat_parts
 from gateway.platforms.api_server.outcomes import ending, message_text, raise_for, tool_progress
 from gateway.platforms.api_server.sse import SSEWriter, TurnFeed
 from gateway.platforms.api_server.wire import (MODEL_ID, APIError, check_roles, read_json, text_of,
@@ -22,8 +23,9 @@ from gateway.platforms.api_server.wire import (MODEL_ID, APIError, check_roles, 
 log = logging.getLogger("gateway.api_server")
 
 
-def parse_chat(body: dict[str, Any]) -> tuple[str, Optional[str], list[dict[str, Any]]]:
-    """(user text, system text, prior history) of a chat completions body; 400 on bad fields."""
+def parse_chat(body: dict[str, Any]) -> tuple[Any, Optional[str], list[dict[str, Any]]]:
+    """(user message, system text, prior history) of a chat completions body; 400 on bad fields.
+    The user message is its text, or its text and ``image_url`` parts when it has images."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
         raise APIError(400, "'messages' must be a non-empty array of message objects.", param="messages")
@@ -35,7 +37,7 @@ def parse_chat(body: dict[str, Any]) -> tuple[str, Optional[str], list[dict[str,
     system = "\n\n".join(text_of(m.get("content")) for m in messages
                          if m.get("role") in ("system", "developer"))
     history = [m for m in messages[:-1] if m.get("role") not in ("system", "developer")]
-    return text_of(messages[-1].get("content")), system or None, history
+    return chat_parts(messages[-1].get("content")), system or None, history
 
 
 def register(server: Any) -> None:

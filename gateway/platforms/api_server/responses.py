@@ -18,6 +18,7 @@ from gateway.platforms.api_server import session_headers
 from gateway.platforms.api_server.outcomes import ending, message_text, raise_for
 from gateway.platforms.api_server.response_events import ResponseBuilder
 from gateway.platforms.api_server.sse import SSEWriter, TurnFeed
+from hermes_core.images import chat_parts
 from gateway.platforms.api_server.wire import MODEL_ID, APIError, check_roles, read_json, text_of, usage_of
 from gateway.sessions import RESPONSE_KEY_PREFIX, new_session_id
 
@@ -26,7 +27,7 @@ log = logging.getLogger("gateway.api_server")
 
 @dataclass
 class ResponsesRequest:
-    user_text: str
+    user_text: Any  # its text, or text and image parts (hermes_core.images.chat_parts)
     prior: list[dict[str, Any]]  # earlier input items
     previous: Optional[str]
     conversation: Optional[str]
@@ -70,7 +71,8 @@ def parse_request(body: dict[str, Any]) -> ResponsesRequest:
     metadata = body.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
         raise APIError(400, "'metadata' must be an object.", param="metadata")
-    return ResponsesRequest(text_of(items[-1].get("content")), prior, prev or None, conv or None, store,
+    user = chat_parts(items[-1].get("content"))
+    return ResponsesRequest(user, prior, prev or None, conv or None, store,
                             body.get("instructions"), bool(body.get("stream")), str(body.get("model") or MODEL_ID),
                             metadata)
 

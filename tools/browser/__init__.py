@@ -1,0 +1,1 @@
+"""Browser tools (issue 23): Playwright driving Chromium, one browser per agent session."""
