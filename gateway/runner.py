@@ -369,6 +369,10 @@ class GatewayRunner:
         return {"sessions": len(self._states),
                 "cached_agents": sum(1 for st in self._states.values() if st.agent is not None)}
 
+    def forget_key(self, key: str) -> None:
+        """The key was bound to another session in the store: the next turn looks it up again."""
+        self._key_sid.pop(key, None)
+
     def live_state(self, key: str) -> Optional[SessionState]:
         sid = self._key_sid.get(key)
         return self._states.get(sid) if sid else None
