@@ -6,7 +6,10 @@
 - ``session_headers``: ``X-Hermes-Session-Key`` / ``X-Hermes-Session-Id``
 - ``chat``, ``responses`` (+ ``response_events``): the two completion APIs; ``outcomes``: turn outcome
   -> wire (finish reasons, the ``hermes`` member, tool progress records)
-- ``sessions_api``: ``/api/sessions`` (list, show, messages, delete)
+- ``sessions_api``: ``/api/sessions`` (list, show, messages, delete); ``sessions_edit``: create,
+  rename, fork
+- ``runs`` (+ ``run_book``): ``/v1/runs`` (a turn followed by events, approvals answered, stop)
+- ``catalog``: ``/v1/skills``, ``/v1/toolsets``
 - ``sse``: server-sent events and the bridge from agent callbacks to the event loop
 
 Other features add their routes with ``APIServer.add_routes(registrar)`` (see docs/CONTRACTS.md).
@@ -28,6 +31,8 @@ __all__ = ["APIServer", "APIServerConfigError", "APIError", "RouteRegistrar", "e
 
 def builtin_registrars() -> list[Callable[[APIServer], None]]:
     """The routes every API server has, in registration order."""
-    from gateway.platforms.api_server import chat, responses, server, sessions_api
+    from gateway.platforms.api_server import (catalog, chat, responses, runs, server, sessions_api,
+                                              sessions_edit)
 
-    return [server.register_basics, chat.register, responses.register, sessions_api.register]
+    return [server.register_basics, chat.register, responses.register, sessions_api.register,
+            sessions_edit.register, runs.register, catalog.register]

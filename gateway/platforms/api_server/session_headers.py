@@ -60,8 +60,17 @@ async def resolve(runner: Any, request: web.Request) -> Optional[str]:
         if await asyncio.to_thread(_bind_transcript, runner, key, transcript):
             runner.forget_key(key)  # its cached session id is stale now
         return key
-    if header == SESSION_ID_HEADER and runner.live_state(key) is None:  # live: bound already
-        await asyncio.to_thread(_adopt_existing, runner, key, key[len(KEY_PREFIX):])
+    if header == SESSION_ID_HEADER:
+        return await key_for_session_id(runner, key[len(KEY_PREFIX):])
+    return key
+
+
+async def key_for_session_id(runner: Any, name: str) -> str:
+    """The runner key continuing session ``name`` as ``X-Hermes-Session-Id: name`` would (a body's
+    ``session_id`` too): an existing session is adopted, another name is a named conversation."""
+    key = KEY_PREFIX + name
+    if runner.live_state(key) is None:  # live: bound already
+        await asyncio.to_thread(_adopt_existing, runner, key, name)
     return key
 
 
