@@ -17,10 +17,10 @@ import weakref
 from typing import Any, Callable, Optional
 
 from tools.skills import activity
+from tools.skills.activity import REVIEW_PLATFORM
 
 log = logging.getLogger("hermes.skills")
 
-REVIEW_PLATFORM = "skill_review"  # the review agent's platform; tools/skills.py writes as actor "review"
 MAX_ITERATIONS = 8
 INSTRUCTIONS = (
     "You are reviewing a finished conversation to decide whether to save what was learned as a skill: "

@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional
 
+from hermes_core.files import atomic_write
 from cron import delivery
 from cron.schedule import ScheduleError, format_time, get_zone
 
@@ -70,7 +71,7 @@ def run_policy(run: dict[str, Any], cfg: Any) -> Optional[Any]:
 
     policy = RunPolicy.from_json(run.get("policy"))
     if policy is None and (run.get("origin") or {}).get("platform") in delivery.PLATFORMS:
-        from gateway.tool_policy import run_policy as gateway_policy
+        from agent.tool_policy import run_policy as gateway_policy
 
         policy = gateway_policy(cfg)
     return policy
@@ -161,10 +162,7 @@ def write_output(path: Path, run: dict[str, Any], outcome: RunOutcome) -> None:
              f"- job: `{run['id']}` ({run.get('schedule')})", f"- scheduled: {when} ({run.get('trigger')})",
              f"- status: {outcome.status}", f"- session: `{run.get('session_id')}`", ""]
     lines.append(outcome.answer if outcome.answer is not None else f"**Failed:** {outcome.error}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
-    tmp.replace(path)
+    atomic_write(path, "\n".join(lines).rstrip() + "\n")
 
 
 def execute(run: dict[str, Any], *, db: Any, cfg: Any, sender: delivery.Sender, home: Path,

@@ -105,7 +105,7 @@ class Scheduler:
         self.db = db
         self.cfg = cfg
         self.home = home or hermes_home()
-        self.sender = sender or delivery.bot_api_sender(cfg)
+        self.sender = sender or delivery.registered_sender(cfg)
         self.holder = holder_id()
         c = cfg.cron
         self.timeout = float(c.run_timeout)

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from hermes_core.files import atomic_write
 from hermes_core.config import ConfigError, hermes_home, load_config, load_env_file
 from hermes_core.home import create_private_file, ensure_home, ensure_private_dir, write_env_var
 
@@ -89,10 +90,8 @@ def _write_status(path: Optional[Path] = None, **fields: Any) -> None:
     descriptors, a full disk) is logged once a minute per kind and the next refresh tries again."""
     target = path or status_path()
     data = {"pid": os.getpid(), "updated_at": time.time(), **fields}
-    tmp = target.with_suffix(".tmp")
     try:
-        tmp.write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
-        os.replace(tmp, target)
+        atomic_write(target, json.dumps(data, indent=1, default=str))
     except (OSError, ValueError, TypeError) as exc:
         kind = f"{type(exc).__name__}:{getattr(exc, 'errno', '')}"
         if time.monotonic() - _status_failures.get(kind, -1e9) >= 60:
@@ -317,14 +316,15 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
     platforms = [a.name for a in adapters] + (["api_server"] if api else [])
     started = time.time()
     from tools.mcp.manager import shutdown_servers, start_servers
-    from cron.api import jobs_api
-    from cron.delivery import adapter_sender, bot_api_sender
+    from gateway.cron_api import jobs_api
+    from cron.delivery import registered_sender
+    from gateway.delivery import adapter_sender
     from cron.scheduler import Scheduler
 
     # one set of MCP servers per process, shared by every session; agents wait for them at their
     # first turn (up to connect_timeout), never at start-up
     start_servers(cfg)  # its news goes to the `hermes.mcp` logger, so into gateway.log
-    scheduler = Scheduler(db, cfg, sender=adapter_sender(runner.adapters, loop, bot_api_sender(cfg)))
+    scheduler = Scheduler(db, cfg, sender=adapter_sender(runner.adapters, loop, registered_sender(cfg)))
     from gateway.warmup import warm_up
 
     log.info("turn limit %d (%s), %d turn threads", turns.limit, turns.source, turns.threads)
@@ -343,7 +343,7 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
                                                   **roles()}))
     await runner.start()
     if api is not None:
-        from gateway.tool_policy import run_policy
+        from agent.tool_policy import run_policy
 
         await api.add_routes(jobs_api(scheduler, run_policy(cfg))).start()
     address = f"http://{api.host}:{api.port}" if api else None

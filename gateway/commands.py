@@ -44,7 +44,7 @@ async def command(runner: "GatewayRunner", key: str, user_id: Optional[str], tex
     elif name == "/cron":
         from cron.commands import chat_command
         from gateway.sessions import owner_of
-        from gateway.tool_policy import run_policy
+        from agent.tool_policy import run_policy
 
         cfg = getattr(runner.agent_factory, "config", None)
         policy = await asyncio.to_thread(run_policy, cfg) if cfg is not None else None

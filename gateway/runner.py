@@ -66,11 +66,11 @@ def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFa
     """Agents for real: provider settings resolved once from config/env, one shared SessionDB (a
     throwaway turn passes its own ``store``).
 
-    Least privilege (gateway.tool_policy): the gateway's own toolsets (no terminal by default) and
+    Least privilege (agent.tool_policy): the gateway's own toolsets (no terminal by default) and
     file tools confined to its working directory, whoever is on the other side of the chat.
     """
     from hermes_core.config import load_config, resolve_provider
-    from gateway.tool_policy import gateway_toolsets, gateway_working_dir
+    from agent.tool_policy import gateway_toolsets, gateway_working_dir
 
     cfg = config if config is not None else load_config()
     settings = resolve_provider(cfg)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
+from hermes_core.files import atomic_write
 from hermes_core.config import (ConfigError, config_path, env_path,
                           parse_config, read_raw_config)
 from hermes_core.home import ensure_home, write_env_var  # noqa: F401 - write_env_var is re-exported
@@ -110,12 +111,8 @@ def del_dotted(data: dict, key: str) -> None:
 def write_config(data: dict, path: Optional[Path] = None) -> Path:
     import yaml
 
-    p = path or config_path()
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_suffix(".yaml.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    os.replace(tmp, p)
-    return p
+    return atomic_write(path or config_path(),
+                        yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
 
 
 def read_env_file() -> dict[str, str]:

@@ -13,6 +13,7 @@ import stat
 from pathlib import Path
 from typing import Optional
 
+from hermes_core.files import atomic_write
 from hermes_core.config import env_path, hermes_home
 
 DIR_MODE, FILE_MODE = 0o700, 0o600
@@ -90,12 +91,7 @@ def write_env_var(name: str, value: str, path: Optional[Path] = None) -> Path:
             replaced = True
     if not replaced:
         lines.append(line)
-    tmp = p.with_name(f"{p.name}.tmp{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-    os.chmod(tmp, FILE_MODE)
-    os.replace(tmp, p)
+    atomic_write(p, "\n".join(lines) + "\n", FILE_MODE)
     os.environ[name] = value
     return p
 

@@ -11,7 +11,7 @@ import pytest
 
 from hermes_core.config import ConfigError, parse_config
 from gateway.runner import GatewayRunner, default_agent_factory
-from gateway.tool_policy import gateway_toolsets
+from agent.tool_policy import gateway_toolsets
 from hermes_state import SessionDB
 from tests.fake_provider import text, tool_calls
 

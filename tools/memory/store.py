@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, ContextManager, Optional
 
+from hermes_core.files import atomic_write
 from tools.memory import format as fmt
 from hermes_core.locks import dir_lock
 
@@ -132,18 +133,10 @@ def _load_for_write(home: Path, target: str) -> list[str]:
 def write(home: Path, target: str, entries: list[str]) -> None:
     """Replace one store's file atomically (call under ``locked``)."""
     path = file_path(home, target)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     data = fmt.serialise(entries)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(data + ("\n" if data else ""))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        atomic_write(path, data + ("\n" if data else ""))
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise MemoryStoreError(f"cannot write {path}: {exc.strerror}") from None
 
 

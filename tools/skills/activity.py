@@ -8,6 +8,8 @@ from typing import Iterable, Optional
 
 from hermes_core.messages import content_text
 
+REVIEW_PLATFORM = "skill_review"  # the review agent's platform; skill_manage writes as actor "review"
+
 ACTION_WORDS = {"create": "created", "patch": "patched", "edit": "rewrote", "write_file": "added a file to",
                 "remove_file": "removed a file from", "delete": "deleted"}
 

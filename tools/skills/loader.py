@@ -167,7 +167,7 @@ def _save_disk_cache(path: Path, paths: list[str]) -> None:
         rows = {p: [*_cache[p][0], None if isinstance(_cache[p][1], str) else _cache[p][1].raw,
                     _cache[p][1] if isinstance(_cache[p][1], str) else None] for p in paths if p in _cache}
     try:
-        from tools.skills.store import atomic_write
+        from hermes_core.files import atomic_write
 
         atomic_write(path, json.dumps(rows, default=str).encode("utf-8"))
     except OSError:

@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Callable, ContextManager, Optional
 
 from hermes_core.locks import dir_lock
+from hermes_core.files import atomic_write
 from tools.skills import format as fmt
 from tools.skills import history, loader, similar
 from tools.skills.loader import Skill
@@ -32,20 +33,6 @@ class SkillStoreError(Exception):
 def locked(root: Path, timeout: float = LOCK_TIMEOUT) -> ContextManager[None]:
     """The skills root's lock: one writer at a time across processes and threads."""
     return dir_lock(root, timeout, SkillStoreError)
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def support_path(skill_dir: Path, file_path: str, *, writing: bool) -> Path:

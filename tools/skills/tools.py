@@ -11,7 +11,7 @@ from typing import Any
 from hermes_core.config import hermes_home
 from tools.skills import format as fmt
 from tools.skills import loader, similar
-from agent.skill_review import REVIEW_PLATFORM
+from tools.skills.activity import REVIEW_PLATFORM
 from tools.skills.store import SkillStore, SkillStoreError, support_path
 from tools.registry import ToolContext, ToolError, ToolSpec
 

@@ -38,7 +38,7 @@ def register(server: Any) -> None:
 
     async def toolsets(_request: web.Request) -> web.Response:
         def read() -> dict[str, Any]:
-            from gateway.tool_policy import gateway_toolsets
+            from agent.tool_policy import gateway_toolsets
             from tools.registry import check_toolset_requirements, toolset_tools
 
             cfg = config()

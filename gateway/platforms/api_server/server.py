@@ -80,7 +80,7 @@ class APIServer:
 
     # -- lifecycle ------------------------------------------------------------------------------
     def app(self) -> web.Application:
-        from gateway.platforms.api_server import builtin_registrars
+        from gateway.platforms.api_server.routes import builtin_registrars
 
         self._app = web.Application(middlewares=[self.guard.middleware(), make_middleware(self)],
                                     client_max_size=self.max_body + 1)
@@ -126,21 +126,3 @@ def _open_files_limit() -> Optional[int]:
 
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     return None if soft == resource.RLIM_INFINITY else int(soft)
-
-
-def register_basics(server: APIServer) -> None:
-    """``/health``, ``/v1/models``, ``/v1/capabilities``."""
-    async def health(_request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok" if server.runner.accepting else "draining",
-                                  "platform": "hermes"})
-
-    async def models(_request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [
-            {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "hermes"}]})
-
-    async def capabilities(_request: web.Request) -> web.Response:
-        return web.json_response(server.capabilities())
-
-    server.add_endpoint("health", "GET", "/health", health)
-    server.add_endpoint("models", "GET", "/v1/models", models)
-    server.add_endpoint("capabilities", "GET", "/v1/capabilities", capabilities)

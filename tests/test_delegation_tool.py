@@ -10,7 +10,7 @@ from hermes_core.config import DelegationConfig, parse_config
 from agent.delegation import (COMPLETED, FAILED, INTERRUPTED, TIMEOUT, ChildResult, DelegationError,
                               Task, child_provider, child_system_prompt, child_toolsets, last_text,
                               outcome, toolsets_of)
-from tools.delegate import SCHEMA, cut_answer, format_results, parse_tasks
+from agent.delegation_tool import SCHEMA, cut_answer, format_results, parse_tasks
 from tools.registry import ToolError, dispatch, get_tool_definitions, get_toolset, validate_args
 
 
