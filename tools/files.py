@@ -112,6 +112,32 @@ def _missing_hint(full: Path) -> str:
     return f"file not found: {full}{hint}"
 
 
+def _editor(ctx: ToolContext, what: str) -> Any:
+    """The editor's file access (ACP ``fs/*``) when the surface offers it for ``what``."""
+    io_ = getattr(ctx, "file_io", None)
+    return io_ if io_ is not None and getattr(io_, f"can_{what}", False) else None
+
+
+def _open_text(ctx: ToolContext, full: Path, newline: str | None) -> Any:
+    """The file's text as a stream: the editor's buffer (unsaved changes included) or the disk."""
+    import io
+
+    editor = _editor(ctx, "read")
+    if editor is not None:
+        return io.StringIO(editor.read_text(full), newline=newline)
+    return open(full, encoding="utf-8-sig" if newline is None else "utf-8", errors="strict",
+                newline=newline)
+
+
+def _write_text(ctx: ToolContext, full: Path, text: str) -> None:
+    editor = _editor(ctx, "write")
+    if editor is not None:
+        editor.write_text(full, text)
+        return
+    with open(full, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+
+
 def _is_binary(full: Path) -> bool:
     with open(full, "rb") as fh:
         return b"\x00" in fh.read(BINARY_SNIFF_BYTES)
@@ -137,7 +163,7 @@ def read_file(args: dict, ctx: ToolContext) -> str:
     total = 0
     stopped_for_size = False
     try:
-        with open(full, encoding="utf-8-sig", errors="strict", newline=None) as fh:
+        with _open_text(ctx, full, None) as fh:
             for total, line in enumerate(fh, start=1):
                 if total < offset or len(shown) >= limit or stopped_for_size:
                     continue
@@ -177,8 +203,7 @@ def write_file(args: dict, ctx: ToolContext) -> str:
     full.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
     existed = full.exists()
-    with open(full, "wb") as fh:
-        fh.write(data)
+    _write_text(ctx, full, content)
     verb = "overwrote" if existed else "created"
     return _with_note(f"{verb} {_display(ctx, full)}: wrote {len(data):,} bytes", note)
 
@@ -218,7 +243,7 @@ def patch(args: dict, ctx: ToolContext) -> str:
         raise ToolError(f"{full} looks like a binary file; patch only edits text")
     _guard("patch", full, ctx, write=True, content=new)
     try:
-        with open(full, encoding="utf-8", newline="") as fh:
+        with _open_text(ctx, full, "") as fh:
             text = fh.read()
     except UnicodeDecodeError:
         raise ToolError(f"{full} is not UTF-8 text; patch only edits text") from None
@@ -233,8 +258,7 @@ def patch(args: dict, ctx: ToolContext) -> str:
         raise ToolError(f"old_string matches {count} places in {_display(ctx, full)}; add surrounding "
                         "context to make it unique, or set replace_all=true")
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-    with open(full, "w", encoding="utf-8", newline="") as fh:
-        fh.write(updated)
+    _write_text(ctx, full, updated)
     name = _display(ctx, full)
     diff = "".join(difflib.unified_diff(
         text.splitlines(keepends=True), updated.splitlines(keepends=True),
