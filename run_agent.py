@@ -383,7 +383,7 @@ class AIAgent:
     # ---- status ------------------------------------------------------------------------------
 
     def _emit_reasoning(self, reply: ModelReply) -> None:
-        """The model's reasoning (``reasoning_content``), for surfaces that show it (ACP thoughts)."""
+        """The model's reasoning (``reasoning_content``) for surfaces that show it (ACP)."""
         if reply.reasoning and self.reasoning_callback is not None:
             try:
                 self.reasoning_callback(reply.reasoning)

@@ -129,9 +129,8 @@ class HermesAgent:
             result = await session.run(content.prompt_message(prompt))
         if result.get("failed") and result.get("error") and not session.cancelled.is_set():
             log.warning("turn failed: %s", result["error"])
-            await session.conn.session_update(session_id=session_id, update=schema.AgentMessageChunk(
-                session_update="agent_message_chunk",
-                content=schema.TextContentBlock(type="text", text=f"⚠ {result['error']}")))
+            warning = content.message_chunk(f"⚠ {result['error']}")
+            await session.conn.session_update(session_id=session_id, update=warning)
         return schema.PromptResponse(stop_reason=content.stop_reason(  # type: ignore[arg-type]
             result, session.cancelled.is_set()))
 

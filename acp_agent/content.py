@@ -69,6 +69,22 @@ def message_text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
+def _text(value: str) -> schema.TextContentBlock:
+    return schema.TextContentBlock(type="text", text=value)
+
+
+def message_chunk(value: str) -> schema.AgentMessageChunk:
+    return schema.AgentMessageChunk(session_update="agent_message_chunk", content=_text(value))
+
+
+def thought_chunk(value: str) -> schema.AgentThoughtChunk:
+    return schema.AgentThoughtChunk(session_update="agent_thought_chunk", content=_text(value))
+
+
+def user_chunk(value: str) -> schema.UserMessageChunk:
+    return schema.UserMessageChunk(session_update="user_message_chunk", content=_text(value))
+
+
 def tool_kind(name: str) -> str:
     if name.startswith("mcp__"):
         return "other"

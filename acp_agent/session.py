@@ -80,13 +80,11 @@ class Session:
 
     def _on_delta(self, text: str) -> None:
         if text:
-            self.update(schema.AgentMessageChunk(session_update="agent_message_chunk",
-                                                 content=schema.TextContentBlock(type="text", text=text)))
+            self.update(content.message_chunk(text))
 
     def _on_thought(self, text: str) -> None:
         if text:
-            self.update(schema.AgentThoughtChunk(session_update="agent_thought_chunk",
-                                                 content=schema.TextContentBlock(type="text", text=text)))
+            self.update(content.thought_chunk(text))
 
     def _on_tool(self, event: dict[str, Any]) -> None:
         call_id, name = str(event.get("id") or ""), str(event.get("name") or "")
@@ -105,11 +103,13 @@ class Session:
         if self.cancelled.is_set():
             return "deny"
         call_id, name, args = self._last_tool or ("approval", "approval", None)
-        tool_call = schema.ToolCallUpdate(tool_call_id=call_id, title=f"{reason}: {command}",
-                                          kind=content.tool_kind(name), status="pending",  # type: ignore[arg-type]
-                                          raw_input=args if args is not None else {"command": command})
-        future = asyncio.run_coroutine_threadsafe(self.conn.request_permission(
-            session_id=self.id, tool_call=tool_call, options=content.permission_options()), self.loop)
+        tool_call = schema.ToolCallUpdate(
+            tool_call_id=call_id, title=f"{reason}: {command}", status="pending",
+            kind=content.tool_kind(name),  # type: ignore[arg-type]
+            raw_input=args if args is not None else {"command": command})
+        request = self.conn.request_permission(session_id=self.id, tool_call=tool_call,
+                                               options=content.permission_options())
+        future = asyncio.run_coroutine_threadsafe(request, self.loop)
         waited, limit = 0.0, approval_timeout()
         while waited < limit:
             try:
@@ -157,19 +157,17 @@ class Session:
         for row in rows:
             role, text = row.get("role"), content.message_text(row.get("content"))
             if role == "user" and text:
-                await self._send(schema.UserMessageChunk(
-                    session_update="user_message_chunk",
-                    content=schema.TextContentBlock(type="text", text=text)))
+                await self._send(content.user_chunk(text))
             elif role == "assistant":
                 if text:
-                    await self._send(schema.AgentMessageChunk(
-                        session_update="agent_message_chunk",
-                        content=schema.TextContentBlock(type="text", text=text)))
+                    await self._send(content.message_chunk(text))
                 for call in row.get("tool_calls") or []:
-                    fn = call.get("function") or {} if isinstance(call, dict) else {}
-                    await self._send(content.tool_start(str(call.get("id") or ""), fn.get("name", ""),
-                                                        content.parse_args(fn.get("arguments")),
-                                                        self.cwd, status="completed"))
+                    if not isinstance(call, dict):
+                        continue
+                    fn = call.get("function") or {}
+                    await self._send(content.tool_start(
+                        str(call.get("id") or ""), fn.get("name", ""),
+                        content.parse_args(fn.get("arguments")), self.cwd, status="completed"))
             elif role == "tool":
                 await self._send(content.tool_end(str(row.get("tool_call_id") or ""), True,
                                                   text[:2000]))

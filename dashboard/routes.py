@@ -13,7 +13,8 @@ from typing import Any
 from aiohttp import web
 
 STATIC = Path(__file__).parent / "static"
-FILES = {"index.html": "text/html", "app.js": "text/javascript", "app.css": "text/css"}
+FILES = {"index.html": "text/html", "app.js": "text/javascript", "pages.js": "text/javascript",
+         "app.css": "text/css"}
 PREFIX = "/dashboard/"
 # the page runs only its own script and style and talks only to its own server
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -44,7 +45,11 @@ def register(server: Any) -> None:
     async def home(_request: web.Request) -> web.Response:
         raise web.HTTPFound(PREFIX)
 
+    async def no_icon(_request: web.Request) -> web.Response:
+        return web.Response(status=204)
+
     server.add_public_file("/", home)
+    server.add_public_file("/favicon.ico", no_icon)
     settings.register(server)
     library.register(server)
     server.features["dashboard"] = True

@@ -23,7 +23,8 @@ def cmd_show(out=sys.stdout) -> int:
     raw = read_raw_config()
     parse_config(raw, str(config_path()))  # junk shows as one ConfigError line
     out.write(f"# {config_path()}\n")
-    out.write(yaml.safe_dump(masked_tree(raw), sort_keys=False, allow_unicode=True) if raw else "# (no config.yaml yet: built-in defaults; run `hermes setup`)\n")
+    out.write(yaml.safe_dump(masked_tree(raw), sort_keys=False, allow_unicode=True) if raw
+              else "# (no config.yaml yet: built-in defaults; run `hermes setup`)\n")
     env = read_env_file()
     if env:
         out.write(f"# secrets in {env_path()}\n")

@@ -25,7 +25,8 @@ class GatewayBackend:
         from hermes_state import SessionDB
 
         self.db = SessionDB()
-        self.runner = GatewayRunner(session_db=self.db, agent_factory=default_agent_factory(cfg, self.db),
+        self.runner = GatewayRunner(session_db=self.db,
+                                    agent_factory=default_agent_factory(cfg, self.db),
                                     access=AccessControl(PairingStore()))
         self.book = RunBook()
         self.scheduler = Scheduler(self.db, cfg)

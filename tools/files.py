@@ -15,6 +15,8 @@ from typing import Any
 
 from tools.path_policy import (KEY_SNIFF_BYTES, is_private_key, outside_root, secret_reason,
                                system_write_reason)
+from tools.file_io import open_text as _open_text
+from tools.file_io import write_text as _write_text
 from tools.registry import ToolContext, ToolError, ToolSpec
 
 MAX_LINE_CHARS = 2000
@@ -110,32 +112,6 @@ def _missing_hint(full: Path) -> str:
     close = difflib.get_close_matches(full.name, names, n=5, cutoff=0.5)
     hint = f"; similar names in {parent}: {', '.join(close)}" if close else ""
     return f"file not found: {full}{hint}"
-
-
-def _editor(ctx: ToolContext, what: str) -> Any:
-    """The editor's file access (ACP ``fs/*``) when the surface offers it for ``what``."""
-    io_ = getattr(ctx, "file_io", None)
-    return io_ if io_ is not None and getattr(io_, f"can_{what}", False) else None
-
-
-def _open_text(ctx: ToolContext, full: Path, newline: str | None) -> Any:
-    """The file's text as a stream: the editor's buffer (unsaved changes included) or the disk."""
-    import io
-
-    editor = _editor(ctx, "read")
-    if editor is not None:
-        return io.StringIO(editor.read_text(full), newline=newline)
-    return open(full, encoding="utf-8-sig" if newline is None else "utf-8", errors="strict",
-                newline=newline)
-
-
-def _write_text(ctx: ToolContext, full: Path, text: str) -> None:
-    editor = _editor(ctx, "write")
-    if editor is not None:
-        editor.write_text(full, text)
-        return
-    with open(full, "w", encoding="utf-8", newline="") as fh:
-        fh.write(text)
 
 
 def _is_binary(full: Path) -> bool:

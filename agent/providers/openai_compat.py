@@ -138,8 +138,9 @@ def consume_stream(stream: Any, on_delta: Optional[Callable[[str], None]],
         {"id": s["id"] or f"call_{i}", "type": "function", "function": {"name": s["name"], "arguments": s["arguments"]}}
         for i, s in sorted(calls.items())
     ]
-    return ModelReply(content="".join(parts) if parts else None, tool_calls=tool_calls, finish_reason=finish,
-                      prompt_tokens=p, completion_tokens=c, model=model if isinstance(model, str) else None,
+    return ModelReply(content="".join(parts) if parts else None, tool_calls=tool_calls,
+                      finish_reason=finish, prompt_tokens=p, completion_tokens=c,
+                      model=model if isinstance(model, str) else None,
                       reasoning="".join(thoughts) or None)
 
 

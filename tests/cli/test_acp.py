@@ -79,8 +79,8 @@ def test_a_turn_with_tools_a_permission_a_cancel_and_a_load(hermes_home, fake_pr
     buffers = {str(project / "notes.txt"): "unsaved buffer text\n"}
     fake_provider.queue(
         tool_calls([("read_file", {"path": "notes.txt"}, "call_read"),
-                    ("todo", {"todos": [{"id": "1", "content": "tidy up", "status": "in_progress"}]},
-                     "call_todo")]),
+                    ("todo", {"todos": [{"id": "1", "content": "tidy up",
+                                         "status": "in_progress"}]}, "call_todo")]),
         tool_calls([("terminal", {"command": "rm -r junk"}, "call_rm")]),
         text("All tidy.", reasoning="The junk folder is not needed."))
     env = _env(hermes_home, fake_provider)

@@ -35,10 +35,9 @@ class DashboardProcess:
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         lines: "queue.Queue[str]" = queue.Queue()
         self.stderr: list[str] = []
-        threading.Thread(target=lambda: [lines.put(x) for x in self.proc.stdout],  # type: ignore
-                         daemon=True).start()
-        threading.Thread(target=lambda: [self.stderr.append(x) for x in self.proc.stderr],  # type: ignore
-                         daemon=True).start()
+        out, err = self.proc.stdout, self.proc.stderr
+        threading.Thread(target=lambda: [lines.put(x) for x in out], daemon=True).start()
+        threading.Thread(target=lambda: [self.stderr.append(x) for x in err], daemon=True).start()
         while True:
             try:
                 line = lines.get(timeout=60)

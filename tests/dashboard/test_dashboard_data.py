@@ -59,5 +59,6 @@ def test_search_status_and_security(dashboard):
     host = dashboard.base.split("//", 1)[1]
     status, _ = request(dashboard, "GET", "/api/dashboard/status", headers={"Host": "evil.example"})
     assert status == 421
-    status, made = request(dashboard, "POST", "/api/sessions", {}, headers={"Origin": dashboard.base})
+    same = {"Origin": dashboard.base}
+    status, made = request(dashboard, "POST", "/api/sessions", {}, headers=same)
     assert status == 201 and made["object"] == "hermes.session" and host
