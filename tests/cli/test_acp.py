@@ -21,6 +21,7 @@ from tests.fake_provider import slow, text, tool_calls
 acp = pytest.importorskip("acp")
 schema = acp.schema
 REPO = Path(__file__).resolve().parents[2]
+MCP_SERVER = str(REPO / "tests" / "mcp" / "server.py")
 
 
 class Editor:
@@ -135,7 +136,9 @@ def test_a_turn_with_tools_a_permission_a_cancel_and_a_load(hermes_home, fake_pr
         try:
             listed = await conn.list_sessions(cwd=str(project))
             assert sid in [s.session_id for s in listed.sessions]
-            await conn.load_session(cwd=str(project), session_id=sid, mcp_servers=[])
+            editor_server = schema.McpServerStdio(name="ed", command=sys.executable,
+                                                  args=[MCP_SERVER, "--name", "ed"], env=[])
+            await conn.load_session(cwd=str(project), session_id=sid, mcp_servers=[editor_server])
             assert editor.said("user_message_chunk").startswith("tidy up this project")
             assert "All tidy." in editor.said()
             assert "tool_call" in editor.kinds()
@@ -145,6 +148,8 @@ def test_a_turn_with_tools_a_permission_a_cancel_and_a_load(hermes_home, fake_pr
             reply = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[
                 acp.text_block("what did I ask?"), acp.image_block(image, "image/png")]), 60)
             assert reply.stop_reason == "end_turn" and editor.said() == "You asked me to tidy up."
+            offered = {t["function"]["name"] for t in fake_provider.last_request["tools"]}
+            assert "mcp__ed__echo" in offered  # the editor's MCP server, started for the session
             sent = fake_provider.last_request["messages"]
             users = [m["content"] for m in sent if m["role"] == "user"]
             assert users[0] == "tidy up this project"
