@@ -40,13 +40,23 @@ class EditorFiles:
         self.session, self.can_read, self.can_write = session, can_read, can_write
 
     def read_text(self, path: Path) -> str:
-        reply = self.session.call(self.session.conn.read_text_file(
-            session_id=self.session.id, path=str(path)), FS_TIMEOUT)
-        return reply.content
+        request = self.session.conn.read_text_file(session_id=self.session.id, path=str(path))
+        return self._ask_editor(request, f"read {path}").content
 
     def write_text(self, path: Path, text: str) -> None:
-        self.session.call(self.session.conn.write_text_file(
-            session_id=self.session.id, path=str(path), content=text), FS_TIMEOUT)
+        request = self.session.conn.write_text_file(session_id=self.session.id, path=str(path),
+                                                    content=text)
+        self._ask_editor(request, f"write {path}")
+
+    def _ask_editor(self, request: Any, what: str) -> Any:
+        from tools.context import ToolError
+
+        try:
+            return self.session.call(request, FS_TIMEOUT)
+        except concurrent.futures.TimeoutError:
+            raise ToolError(f"the editor did not answer within {FS_TIMEOUT:g}s to {what}") from None
+        except Exception as exc:  # the editor refused (no such buffer, permission): say so
+            raise ToolError(f"the editor could not {what}: {exc}") from None
 
 
 class Session:
@@ -59,7 +69,6 @@ class Session:
         self._updates: "asyncio.Queue[Optional[Any]]" = asyncio.Queue()
         self._last_tool: Optional[tuple[str, str, Any]] = None
         self._sender: Optional[asyncio.Task[None]] = None
-        agent.stream_callback = None
         agent.tool_progress_callback = self._on_tool
         agent.reasoning_callback = self._on_thought
         agent.approval_callback = self._ask

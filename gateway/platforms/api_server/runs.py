@@ -134,18 +134,26 @@ async def stream_events(request: web.Request, run: Run) -> web.StreamResponse:
     return out.resp
 
 
+def _find(book: RunBook, run_id: str) -> Run:
+    run = book.get(run_id)
+    if run is None:
+        raise APIError(404, f"Run '{run_id}' not found (finished runs are kept for an hour).",
+                       code="run_not_found")
+    return run
+
+
+def _listing(book: RunBook) -> web.Response:
+    """The runs still going (the dashboard and MCP hosts look for pending approvals here)."""
+    return web.json_response({"object": "list", "data": [r.view() for r in book.active()]})
+
+
 def register(server: Any) -> None:
     runner = server.runner
     book: RunBook = getattr(server, "runs", None) or RunBook()
     server.runs = book
 
     def find(request: web.Request) -> Run:
-        run_id = request.match_info["run_id"]
-        run = book.get(run_id)
-        if run is None:
-            raise APIError(404, f"Run '{run_id}' not found (finished runs are kept for an hour).",
-                           code="run_not_found")
-        return run
+        return _find(book, request.match_info["run_id"])
 
     async def create(request: web.Request) -> web.Response:
         body = await read_json(request, server.max_body)
@@ -185,7 +193,7 @@ def register(server: Any) -> None:
         return web.json_response(run.view())
 
     async def listing(_request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [r.view() for r in book.active()]})
+        return _listing(book)
 
     server.add_endpoint("runs_list", "GET", "/v1/runs", listing)
     server.add_endpoint("runs_create", "POST", "/v1/runs", create)

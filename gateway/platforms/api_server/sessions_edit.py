@@ -42,16 +42,20 @@ def _titled(fn: Any, *args: Any) -> Any:
         raise APIError(409, str(exc), code="title_taken", param="title") from None
 
 
+def _describe(runner: Any, sid: str) -> dict[str, Any]:
+    row = runner.db.get_session(sid)
+    if row is None:
+        raise APIError(404, f"Session '{sid}' not found.", code="session_not_found")
+    adoptable = not runner.sessions.owned_by_chat(sid, runner.adapters)
+    return session_object(row, runner.is_busy(sid), adoptable)
+
+
 def register(server: Any) -> None:
     runner = server.runner
     db = runner.db
 
     def describe(sid: str) -> dict[str, Any]:
-        row = db.get_session(sid)
-        if row is None:
-            raise APIError(404, f"Session '{sid}' not found.", code="session_not_found")
-        adoptable = not runner.sessions.owned_by_chat(sid, runner.adapters)
-        return session_object(row, runner.is_busy(sid), adoptable)
+        return _describe(runner, sid)
 
     async def create(request: web.Request) -> web.Response:
         body = await read_json(request, server.max_body) if request.body_exists else {}
