@@ -149,7 +149,8 @@ class AIAgent:
         self._recorder = SessionRecorder(session_db, session_id or _new_session_id(), platform,
                                          model=lambda: self.model,
                                          warn=lambda m: self._emit_status("warning", m),
-                                         fence=lambda: self.write_fence, owner=lambda: self.owner)
+                                         fence=lambda: self.write_fence, owner=lambda: self.owner,
+                                         open_store=self._open_store)
         self.messages: list[dict] = []
         self._history_loaded = session_id is None
         self._cached_system_prompt: Optional[str] = None
@@ -166,6 +167,12 @@ class AIAgent:
         self.session_prompt_tokens = 0
         self.session_completion_tokens = 0
         self.session_api_calls = 0
+
+    def _open_store(self) -> Any:
+        """The configured store, for an agent given no ``session_db``."""
+        from hermes_state import SessionDB
+
+        return SessionDB.from_config(self.config)
 
     # ---- provider ------------------------------------------------------------------------
 

@@ -37,6 +37,12 @@ class CompactionRefused(StoreError):
     """The compaction commit found the compression lock taken over: nothing was changed."""
 
 
+def _default_store() -> Any:
+    from hermes_state import SessionDB
+
+    return SessionDB()
+
+
 class SessionRecorder:
     """Which messages of the live history are in the store, under which row ids.
 
@@ -48,10 +54,12 @@ class SessionRecorder:
 
     def __init__(self, db: Any, session_id: str, source: str, model: Callable[[], str],
                  warn: Callable[[str], None], fence: Callable[[], Any] = lambda: None,
-                 owner: Callable[[], Optional[str]] = lambda: None) -> None:
+                 owner: Callable[[], Optional[str]] = lambda: None,
+                 open_store: Optional[Callable[[], Any]] = None) -> None:
         """``fence()``: what this turn's writes must prove (a gateway worker's turn lease,
         ``SessionDB.lock_fence``), or None. ``owner()``: whom a session created here belongs to."""
         self._db = None if db is False else db
+        self._open = open_store or _default_store
         self._fence = fence
         self._owner = owner
         self.fenced: Optional[str] = None  # why writes stopped: the lease was lost mid-turn
@@ -79,9 +87,7 @@ class SessionRecorder:
     def db(self) -> Any:
         if self._db is None and self._db_error is None:
             try:
-                from hermes_state import SessionDB
-
-                self._db = SessionDB()
+                self._db = self._open()
             except Exception as exc:
                 self._db_error = exc
                 self._warn(f"Session store unavailable ({exc}); this conversation is not being saved. "

@@ -55,8 +55,8 @@ class PairingStore:
     def db(self) -> Any:
         """The SessionDB (opened on first use: the configured store, else ``<home>/state.db``)."""
         if self._db is None:
-            from hermes_state import SessionDB, configured_url
-            if self._explicit_home and not configured_url():
+            from hermes_state import SessionDB, env_url
+            if self._explicit_home and not env_url():
                 self._db = SessionDB(self.dir.parent / "state.db")
             else:
                 self._db = SessionDB()

@@ -271,7 +271,7 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
 
     env, gw = os.environ, dict(cfg.gateway or {})
     api_cfg, tg_cfg = _section(gw, "api_server"), _section(gw, "telegram")
-    db = SessionDB()
+    db = SessionDB.from_config(cfg)
     adapters: list[Any] = []
     token = env.get("TELEGRAM_BOT_TOKEN") or tg_cfg.get("token") or tg_cfg.get("bot_token")
     if token and tg_cfg.get("enabled", True) and not args.no_telegram:
@@ -290,7 +290,7 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
     allowed = {"*": _ids(gw.get("allowed_users")), "telegram": _ids(tg_cfg.get("allowed_users"))}
     runner = GatewayRunner(
         session_db=db, agent_factory=default_agent_factory(cfg, db), adapters=adapters,
-        access=AccessControl(PairingStore(), config_allowed=allowed),
+        access=AccessControl(PairingStore(db=db), config_allowed=allowed),
         busy_policy=args.busy_policy or str(gw.get("busy_policy", "queue")),
         max_workers=turns.threads, turn_limit=turns.limit, max_cached_agents=int(gw.get("max_cached_agents", 1000)),
         lease_wait=lease_wait(gw))
@@ -464,7 +464,7 @@ def _one_process_store() -> Optional[str]:
     from hermes_state import SessionDB
 
     try:
-        db = SessionDB()
+        db = SessionDB.from_config(load_config())
     except Exception as exc:  # unreachable database, wrong password: the store's own one line
         return str(exc)
     try:
@@ -594,7 +594,9 @@ def pairing_main(argv: Optional[list[str]] = None) -> int:
     rv.add_argument("platform")
     rv.add_argument("user_id")
     args = parser.parse_args(argv)
-    store = PairingStore()
+    from hermes_state import SessionDB
+
+    store = PairingStore(db=SessionDB.from_config(load_config()))
     if args.cmd == "approve":
         entry = store.approve(args.platform.lower(), args.code)
         if entry is None:

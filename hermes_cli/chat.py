@@ -327,7 +327,7 @@ def run_repl(args: Any, cfg: Any) -> int:
     # still connecting (up to their connect_timeout), later news is printed between prompts
     mcp_news: "queue.SimpleQueue[tuple[str, str]]" = queue.SimpleQueue()
     mcp = start_servers(cfg, report=lambda kind, line: mcp_news.put((kind, line)))
-    db = open_db()
+    db = open_db(cfg)
     session_id = resolve_session_arg(args, db)
     holder: dict[str, Any] = {}
 

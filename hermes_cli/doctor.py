@@ -106,11 +106,11 @@ def check_provider(cfg: Any) -> tuple[Check, Any]:
     return Check(OK if ok else FAIL, "provider", f"{where}: {detail}"), ps
 
 
-def check_database() -> Check:
+def check_database(cfg: Any) -> Check:
     try:
         from hermes_state import SessionDB
 
-        db = SessionDB()
+        db = SessionDB.from_config(cfg) if cfg is not None else SessionDB()
     except Exception as exc:  # noqa: BLE001
         return Check(FAIL, "session store", str(exc))
     where = db.label  # a path, or the PostgreSQL URL without its password
@@ -203,7 +203,7 @@ def run(args: Any = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) ->
     checks.append(check_permissions())  # before anything opens the store (which tightens it)
     pc, ps = check_provider(cfg)
     checks.append(pc)
-    checks.append(check_database())
+    checks.append(check_database(cfg))
     checks.append(check_local(ps))
     checks.append(check_skills(cfg))
     checks.append(check_plugins(cfg))

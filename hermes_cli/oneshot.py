@@ -104,7 +104,7 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
     # MCP servers connect while the agent is built; its first turn waits for them (each up to its
     # connect_timeout), so a one-shot answer can use their tools
     start_servers(cfg, report=_mcp_report(notes))
-    db = open_db()
+    db = open_db(cfg)
     session_id = resolve_session_arg(args, db)
 
     renderer = None

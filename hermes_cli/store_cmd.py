@@ -64,8 +64,8 @@ def _migrate(args: Any) -> int:
 
 
 def _status(as_json: bool) -> int:
-    from hermes_state import SessionDB
-    with SessionDB() as db:
+    from hermes_cli.agent_factory import open_db
+    with open_db() as db:
         info = {"backend": db.backend, "location": db.label, "schema_version": db.schema_version(),
                 "sessions": db.count_sessions(), "pool": db.pool_stats()}
     if as_json:

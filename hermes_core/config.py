@@ -162,6 +162,22 @@ class PluginsConfig(_Section):
         return [t.strip() for t in v.split(",") if t.strip()] if isinstance(v, str) else v
 
 
+class StoreConfig(_Section):
+    """Where sessions live: ``url: postgresql://...`` for a shared store, else SQLite."""
+
+    url: Optional[str] = None
+    pool_size: int = Field(default=10, ge=1)  # PostgreSQL connections per process
+
+
+def store_url(cfg: Optional["HermesConfig"] = None) -> Optional[str]:
+    """The configured store: ``HERMES_DATABASE_URL`` (wins), else ``store.url``; None = SQLite."""
+    env = os.environ.get("HERMES_DATABASE_URL", "").strip()
+    if env:
+        return env
+    url = cfg.store.url if cfg is not None else None
+    return url.strip() or None if url else None
+
+
 class HermesConfig(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
@@ -181,6 +197,7 @@ class HermesConfig(_Section):
 
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
     plugins: PluginsConfig = Field(default_factory=PluginsConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
 
 
 def load_plugins(cfg: HermesConfig) -> list:

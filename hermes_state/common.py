@@ -199,29 +199,7 @@ def scrub(text: str, url: str) -> str:
     return text.replace(password, "***") if password else text
 
 
-def configured_url() -> Optional[str]:
-    """``HERMES_DATABASE_URL`` (wins), else ``store.url`` of config.yaml, else None (SQLite).
-
-    A config.yaml that cannot be read counts as "not configured" here; the commands that load
-    the whole config report it.
-    """
-    env = os.environ.get("HERMES_DATABASE_URL", "").strip()
-    if env:
-        return env
-    from hermes_core.config import ConfigError, read_raw_config
-    try:
-        store = read_raw_config().get("store")
-    except ConfigError:
-        return None
-    url = store.get("url") if isinstance(store, dict) else None
-    return str(url).strip() or None if url else None
-
-
-def configured_pool_size(default: int = 10) -> int:
-    """``store.pool_size`` of config.yaml (PostgreSQL connections per process)."""
-    from hermes_core.config import ConfigError, read_raw_config
-    try:
-        store = read_raw_config().get("store")
-        return max(1, int(store.get("pool_size", default))) if isinstance(store, dict) else default
-    except (ConfigError, TypeError, ValueError):
-        return default
+def env_url() -> Optional[str]:
+    """``HERMES_DATABASE_URL``, or None. The store reads no config file: callers that have a
+    config hand its ``store`` section over (``SessionDB.from_config``)."""
+    return os.environ.get("HERMES_DATABASE_URL", "").strip() or None

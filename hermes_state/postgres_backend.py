@@ -21,7 +21,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .common import (SessionDBError, clean_params, configured_pool_size, logger, redact_url, scrub,
+from .common import (SessionDBError, clean_params, redact_url, scrub,
                      unusable)
 from .pg_advisory import AdvisoryLocks
 from .postgres_schema import MIGRATIONS, TS_CONFIG, current_version, migrate
@@ -95,6 +95,8 @@ class PGTx:
 
 # (pid, url) -> [pool, users, locks]: one pool and one advisory-lock connection per database per
 # process (a forked child opens its own)
+DEFAULT_POOL_SIZE = 10  # connections per process (config store.pool_size)
+
 _POOLS: dict[tuple[int, str], list[Any]] = {}
 _POOLS_GUARD = threading.Lock()
 
@@ -142,7 +144,7 @@ class PostgresBackend:
         except psycopg.Error as exc:
             raise SessionDBError(f"cannot upgrade the session store {self.label} to schema "
                                  f"version {len(MIGRATIONS)}: {self._scrub(exc)}") from None
-        size = pool_size or configured_pool_size()
+        size = pool_size or DEFAULT_POOL_SIZE
         return ConnectionPool(self.url, min_size=1, max_size=size, open=True, name="hermes",
                               kwargs=self._connect_kwargs(), timeout=POOL_WAIT, num_workers=1)
 

@@ -53,7 +53,7 @@ def protected_paths_reason(command: str, cwd: Path) -> str | None:
     """Why running ``command`` would touch protected files (each distinct reason), or None."""
     from hermes_core.config import hermes_home
     from tools.approval import simple_commands
-    from tools.files import protected_reason
+    from tools.file_access import protected_reason
 
     cwd = Path(cwd)
     argvs = simple_commands(command)
