@@ -117,6 +117,8 @@ class AIAgent:
         self.tool_progress_callback = tool_progress_callback
         self.status_callback = status_callback
         self.approval_callback = approval_callback
+        self.reasoning_callback: Optional[Callable[[str], None]] = None  # set by a surface (ACP)
+        self.file_io: Any = None  # set by a surface: reads/writes through an editor (ACP fs/*)
         self.tool_delay = float(honoured(hermes_kwargs, "tool_delay", 0.0))
         self.ephemeral_system_prompt: Optional[str] = honoured(hermes_kwargs, "ephemeral_system_prompt")
         self.max_tokens: Optional[int] = honoured(hermes_kwargs, "max_tokens")
@@ -226,6 +228,7 @@ class AIAgent:
                 tool_choice=self._tool_choice(state)))
             if self.provider == "local" and self._interrupt_event.is_set():
                 raise Interrupted()  # abort() cut the answer short: it is not the answer
+            self._emit_reasoning(reply)
             return reply
         except Exception:
             if self._interrupt_event.is_set():
@@ -363,7 +366,7 @@ class AIAgent:
                                          confine_to=self.confine_to, mutations=self.mutating_tools)
         ctx = self._tool_ctx
         ctx.session_db, ctx.origin, ctx.owner = self.session_db, self.origin, self.owner
-        ctx.toolsets = self.enabled_toolsets
+        ctx.toolsets, ctx.file_io = self.enabled_toolsets, self.file_io
         ctx.yolo, ctx.approval_callback, ctx.session_id = self.yolo, self.approval_callback, self.session_id
         return ctx
 
@@ -385,6 +388,14 @@ class AIAgent:
         """Per-task resources (none held beyond a turn today); a hook surfaces and tests can rely on."""
 
     # ---- status ------------------------------------------------------------------------------
+
+    def _emit_reasoning(self, reply: ModelReply) -> None:
+        """The model's reasoning (``reasoning_content``) for surfaces that show it (ACP)."""
+        if reply.reasoning and self.reasoning_callback is not None:
+            try:
+                self.reasoning_callback(reply.reasoning)
+            except Exception:  # a surface's display must never break the turn
+                log.exception("reasoning callback failed")
 
     def _emit_status(self, kind: str, message: str) -> None:
         message = self._redact(message)

@@ -344,7 +344,11 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
     await runner.start()
     if api is not None:
         from agent.tool_policy import run_policy
+        from gateway.route_plugins import plugin_registrars
 
+        for name, registrar in plugin_registrars(cfg):  # e.g. the dashboard (gateway.dashboard)
+            log.info("API server: mounting %s", name)
+            api.add_routes(registrar)
         await api.add_routes(jobs_api(scheduler, run_policy(cfg))).start()
     address = f"http://{api.host}:{api.port}" if api else None
     cron_task = asyncio.ensure_future(scheduler.serve(stop))

@@ -369,6 +369,10 @@ class GatewayRunner:
         return {"sessions": len(self._states),
                 "cached_agents": sum(1 for st in self._states.values() if st.agent is not None)}
 
+    def forget_key(self, key: str) -> None:
+        """The key was bound to another session in the store: the next turn looks it up again."""
+        self._key_sid.pop(key, None)
+
     def live_state(self, key: str) -> Optional[SessionState]:
         sid = self._key_sid.get(key)
         return self._states.get(sid) if sid else None
@@ -464,13 +468,15 @@ class GatewayRunner:
                system_message: Optional[str] = None,
                conversation_history: Optional[list[dict[str, Any]]] = None,
                stream_callback: Optional[Callable[[str], None]] = None,
-               tool_progress_callback: Optional[Callable[[dict[str, Any]], None]] = None) -> TurnHandle:
+               tool_progress_callback: Optional[Callable[[dict[str, Any]], None]] = None,
+               approval_callback: Optional[Callable[[str, str], str]] = None) -> TurnHandle:
         """Accept a turn (it is queued behind the session's running turn) and return its handle.
         A throwaway turn (``key`` None) runs on a private in-memory store: nothing of it is saved.
+        ``approval_callback`` answers the turn's approval questions (none: they are denied).
         Raises ``TurnLimitReached`` when the process already holds its limit of turns."""
         self.capacity.admit()
         req = TurnRequest(text, key, None, system_message, conversation_history, stream_callback,
-                       tool_progress_callback)
+                          tool_progress_callback, approval_callback=approval_callback)
         if key is None:
             task = self.spawn(self._stateless(req, platform), None)
         else:
@@ -522,6 +528,7 @@ class GatewayRunner:
                 try:
                     agent.status_callback = on_status
                     agent.tool_progress_callback = req.tool_callback
+                    agent.approval_callback = req.approval_callback  # None: questions are denied
                     agent.origin = req.origin  # a cronjob created in this turn is delivered back here
                     agent.write_fence = st.fence  # writes stop if our turn lease is lost mid-turn
                     agent.owner = owner_of(req.origin)  # a chat user reaches only their own data

@@ -34,6 +34,8 @@ class TurnRequest:
     mark: int = 0  # store position before the turn (see SessionMap.ensure_user_message)
     notify: Optional[Callable[[str], Awaitable[None]]] = None  # tells the chat about warnings mid-turn
     origin: Optional[dict[str, Any]] = None  # the chat it came from: {platform, chat_id, thread_id}
+    # who answers the turn's approval questions (API runs); None: they are denied
+    approval_callback: Optional[Callable[[str, str], str]] = None
 
 
 class SessionState:

@@ -94,10 +94,12 @@ def build_agent(args: Any, cfg: HermesConfig, *, session_db: Any = None,
                 tool_progress_callback: Optional[Callable[[dict], None]] = None,
                 status_callback: Optional[Callable[[str, str], None]] = None,
                 approval_callback: Optional[Callable[[str, str], str]] = None,
-                interactive: bool = True) -> Any:
+                interactive: bool = True, cwd: Optional[str] = None,
+                platform: str = "cli") -> Any:
     """An AIAgent for the cli platform, persisting into `session_db` (the default store if None).
 
-    `interactive`: a user can answer approval questions (the REPL), so mutations may be asked for."""
+    `interactive`: a user can answer approval questions (the REPL), so mutations may be asked for;
+    `cwd`/`platform`: another surface's (``hermes acp``: the editor's folder, platform ``acp``)."""
     from run_agent import AIAgent
 
     ps = provider_settings(args, cfg)
@@ -106,7 +108,7 @@ def build_agent(args: Any, cfg: HermesConfig, *, session_db: Any = None,
         base_url=ps.base_url, api_key=ps.api_key, model=ps.model, provider=ps.provider,
         max_iterations=getattr(args, "max_turns", None) or cfg.agent.max_turns,
         quiet_mode=True, session_db=session_db, session_id=session_id,
-        enabled_toolsets=toolsets(args), config=cfg, platform="cli",
+        enabled_toolsets=toolsets(args), config=cfg, platform=platform, cwd=cwd,
         context_length=ps.context_length,
         yolo=yolo, tool_progress_callback=tool_progress_callback, status_callback=status_callback,
         approval_callback=approval_callback,

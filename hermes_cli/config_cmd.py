@@ -7,135 +7,15 @@ writes them to HERMES_HOME/.env (mode 600) under the environment variable the ru
 from __future__ import annotations
 
 import os
-import re
 import sys
-from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
-from hermes_core.files import atomic_write
-from hermes_core.config import (ConfigError, config_path, env_path,
-                          parse_config, read_raw_config)
+from hermes_core.config import ConfigError, config_path, env_path, parse_config, read_raw_config
+from hermes_core.config_edit import (MISSING, SECRET_KEYS, del_dotted, get_dotted,  # noqa: F401
+                                     is_secret, looks_secret, mask, masked_tree, parse_value,
+                                     read_env_file, secret_env_var, set_dotted, set_key,
+                                     write_config)
 from hermes_core.home import ensure_home, write_env_var  # noqa: F401 - write_env_var is re-exported
-
-# Dotted keys that hold secrets -> the environment variable the runtime reads them from.
-SECRET_KEYS = {
-    "model.api_key": "OPENAI_API_KEY",  # OPENROUTER_API_KEY when the provider is openrouter
-    "auxiliary.compression.api_key": "HERMES_AUX_COMPRESSION_API_KEY",
-    "delegation.api_key": "HERMES_DELEGATION_API_KEY",
-    "gateway.telegram.token": "TELEGRAM_BOT_TOKEN",
-    "gateway.telegram.bot_token": "TELEGRAM_BOT_TOKEN",
-    "gateway.api_server.key": "API_SERVER_KEY",
-    "gateway.api_server.api_key": "API_SERVER_KEY",
-}
-# For display only: names that look like they hold a secret are masked (counters like
-# `threshold_tokens` are not secrets).
-_LOOKS_SECRET = re.compile(r"(api[_-]?key|(^|[_-])key$|(^|[_-])token$|secret|password|passwd"
-                           r"|authorization|cookie|credential)", re.I)
-_MISSING = object()
-
-
-def is_secret(key: str) -> bool:
-    """A dotted config key whose value belongs in .env, not config.yaml."""
-    return key.lower() in SECRET_KEYS
-
-
-def looks_secret(name: str) -> bool:
-    return bool(_LOOKS_SECRET.search(name.rsplit(".", 1)[-1]))
-
-
-def mask(value: Optional[str]) -> str:
-    """Enough to recognise a key, never enough to use it."""
-    if not value:
-        return "(not set)"
-    value = str(value)
-    return f"{value[:3]}…{value[-4:]}" if len(value) >= 16 else "****"
-
-
-def secret_env_var(key: str, raw: Optional[dict] = None) -> str:
-    """The environment variable that holds the secret for a dotted config key."""
-    key = key.lower()
-    if key == "model.api_key":
-        model = (raw or {}).get("model")
-        provider = model.get("provider") if isinstance(model, dict) else None
-        return "OPENROUTER_API_KEY" if provider == "openrouter" else "OPENAI_API_KEY"
-    return SECRET_KEYS[key]
-
-
-def parse_value(text: str) -> Any:
-    """'3' -> 3, '0.5' -> 0.5, 'true'/'no' -> bool, 'null' -> None, anything else stays a string."""
-    low = text.strip().lower()
-    if low in ("true", "yes", "on"):
-        return True
-    if low in ("false", "no", "off"):
-        return False
-    if low in ("null", "none", "~"):
-        return None
-    for conv in (int, float):
-        try:
-            return conv(text)
-        except ValueError:
-            pass
-    return text
-
-
-def get_dotted(data: Any, key: str) -> Any:
-    for part in key.split("."):
-        if isinstance(data, dict) and part in data:
-            data = data[part]
-        else:
-            return _MISSING
-    return data
-
-
-def set_dotted(data: dict, key: str, value: Any) -> None:
-    parts = key.split(".")
-    cur = data
-    for part in parts[:-1]:
-        nxt = cur.get(part)
-        if not isinstance(nxt, dict):
-            nxt = {}
-            cur[part] = nxt
-        cur = nxt
-    cur[parts[-1]] = value
-
-
-def del_dotted(data: dict, key: str) -> None:
-    parts = key.split(".")
-    cur: Any = data
-    for part in parts[:-1]:
-        cur = cur.get(part) if isinstance(cur, dict) else None
-    if isinstance(cur, dict):
-        cur.pop(parts[-1], None)
-
-
-def write_config(data: dict, path: Optional[Path] = None) -> Path:
-    import yaml
-
-    return atomic_write(path or config_path(),
-                        yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
-
-
-def read_env_file() -> dict[str, str]:
-    p = env_path()
-    if not p.is_file():
-        return {}
-    from dotenv import dotenv_values
-
-    return {k: v for k, v in dotenv_values(p).items() if v is not None}
-
-
-def _masked_tree(data: Any, prefix: str = "") -> Any:
-    """Secrets masked: values under secret-looking keys, and URL passwords anywhere (store.url)."""
-    from hermes_core.redact import redact_shapes
-
-    if isinstance(data, dict):
-        return {k: _masked_tree(v, f"{prefix}{k}.") for k, v in data.items()}
-    if isinstance(data, list):
-        return [_masked_tree(v, prefix) for v in data]
-    if prefix and (is_secret(prefix[:-1]) or looks_secret(prefix[:-1])) and isinstance(data, str):
-        return mask(data)
-    return redact_shapes(data) if isinstance(data, str) else data
-
 
 def cmd_show(out=sys.stdout) -> int:
     import yaml
@@ -143,12 +23,13 @@ def cmd_show(out=sys.stdout) -> int:
     raw = read_raw_config()
     parse_config(raw, str(config_path()))  # junk shows as one ConfigError line
     out.write(f"# {config_path()}\n")
-    out.write(yaml.safe_dump(_masked_tree(raw), sort_keys=False, allow_unicode=True) if raw else "# (no config.yaml yet: built-in defaults; run `hermes setup`)\n")
+    out.write(yaml.safe_dump(masked_tree(raw), sort_keys=False, allow_unicode=True) if raw
+              else "# (no config.yaml yet: built-in defaults; run `hermes setup`)\n")
     env = read_env_file()
     if env:
         out.write(f"# secrets in {env_path()}\n")
         for k, v in env.items():
-            out.write(f"{k}={mask(v) if looks_secret(k) else _masked_tree(v)}\n")
+            out.write(f"{k}={mask(v) if looks_secret(k) else masked_tree(v)}\n")
     return 0
 
 
@@ -162,44 +43,28 @@ def cmd_get(key: str, out=sys.stdout, err=sys.stderr) -> int:
         var = secret_env_var(key, raw)
         val = os.environ.get(var) or read_env_file().get(var)
         in_yaml = get_dotted(raw, key)
-        if not val and in_yaml is not _MISSING:
+        if not val and in_yaml is not MISSING:
             val = in_yaml
         out.write((mask(val) if val else "") + "\n")
         err.write(f"(secret, from {var})\n" if val else
                   f"(not set; `hermes config set {key} VALUE` stores it in .env)\n")
         return 0
     value = get_dotted(parse_config(raw, str(config_path())).model_dump(), key)
-    if value is _MISSING:
+    if value is MISSING:
         from hermes_cli.agent_factory import CommandError
 
         raise CommandError(f"no config key `{key}`; see `hermes config show` for what is set")
     if isinstance(value, (dict, list)):
-        out.write(yaml.safe_dump(_masked_tree(value, key + "."), sort_keys=False))
+        out.write(yaml.safe_dump(masked_tree(value, key + "."), sort_keys=False))
     else:
         shown = "" if value is None else str(value)
         shown = shown.lower() if isinstance(value, bool) else shown
-        out.write(_masked_tree(shown) + "\n")
+        out.write(masked_tree(shown) + "\n")
     return 0
 
 
 def cmd_set(key: str, text: str, out=sys.stdout) -> int:
-    key = key.strip().strip(".")
-    if not key or any(not part for part in key.split(".")):
-        raise ConfigError(f"`{key}` is not a dotted key like model.default")
-    raw = read_raw_config()
-    if is_secret(key):
-        var = secret_env_var(key, raw)
-        p = write_env_var(var, text)
-        if get_dotted(raw, key) is not _MISSING:  # move a plain-text secret out of config.yaml
-            del_dotted(raw, key)
-            write_config(raw)
-        out.write(f"{key} saved as {var} in {p} (mode 600): {mask(text)}\n")
-        return 0
-    value = parse_value(text)
-    set_dotted(raw, key, value)
-    parse_config(raw, f"{config_path()} after setting {key}")  # never write a file that won't load
-    p = write_config(raw)
-    out.write(f"{key} = {value!r} written to {p}\n")
+    out.write(set_key(key, text) + "\n")
     return 0
 
 

@@ -97,6 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
     from hermes_cli.plugins_cmd import add_parser as add_plugins
 
     add_plugins(sub)
+    from hermes_cli.dashboard_cmd import add_parser as add_dashboard
+
+    add_dashboard(sub)
+    from hermes_cli.acp_cmd import add_parser as add_acp
+
+    add_acp(sub)
 
     # listed for --help; main() hands these to gateway/cli.py, which parses its own flags
     sub.add_parser("gateway", help="run the gateway (API server, Telegram) or show its status")

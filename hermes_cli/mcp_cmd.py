@@ -45,6 +45,7 @@ def add_parser(sub: Any) -> None:
     t.add_argument("name", metavar="NAME")
     r = acts.add_parser("remove", help="remove a server from config.yaml")
     r.add_argument("name", metavar="NAME")
+    acts.add_parser("serve", help="be an MCP server on stdio (for Claude Desktop, Cursor, ...)")
 
 
 def run(args: Any) -> int:
@@ -57,7 +58,11 @@ def run(args: Any) -> int:
         return cmd_test(args.name)
     if action == "remove":
         return cmd_remove(args.name)
-    sys.stderr.write("usage: hermes mcp {add,list,test,remove} (see `hermes mcp --help`)\n")
+    if action == "serve":
+        from hermes_cli import mcp_serve_cmd
+
+        return mcp_serve_cmd.run(args)
+    sys.stderr.write("usage: hermes mcp {add,list,test,remove,serve} (see `hermes mcp --help`)\n")
     return 2
 
 

@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 from hermes_core.hooks import HOOKS, HookBus
 
 KINDS = ("tool", "toolset", "platform", "provider", "search_backend", "memory_provider",
-         "command", "cli_command")
+         "command", "cli_command", "api_routes")
 
 
 @dataclass(frozen=True)
@@ -146,6 +146,12 @@ class PluginContext:
                                 **options: Any) -> None:
         """A web search backend for ``web_search``: ``factory(config, env) -> backend``."""
         self._add("search_backend", name, factory, **options)
+
+    def register_api_routes(self, name: str, registrar: Callable[[Any], None],
+                            setting: str = "") -> None:
+        """Routes for the gateway's API server: ``registrar(server)`` as for
+        ``APIServer.add_routes``; with ``setting``, only when ``gateway.<setting>`` is true."""
+        self._add("api_routes", name, registrar, setting=setting)
 
     def register_memory_provider(self, name: str, factory: Callable[..., Any],
                                  **options: Any) -> None:

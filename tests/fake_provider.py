@@ -93,6 +93,7 @@ class Reply:
     delay: float = 0.0
     finish_reason: str | None = "stop"
     chunks: int = 3  # streamed: number of content / argument pieces
+    reasoning: str | None = None  # sent as reasoning_content (streamed: before the content)
     chunk_delay: float = 0.0  # streamed: pause between SSE events
     # error / garbage
     status: int = 200
@@ -123,6 +124,7 @@ def text(
     finish_reason: str = "stop",
     chunks: int = 3,
     chunk_delay: float = 0.0,
+    reasoning: str | None = None,
 ) -> Reply:
     """A plain assistant answer. ``usage`` (possibly partial) overrides the computed usage.
     When streamed, the content is sent in ``chunks`` deltas ``chunk_delay`` seconds apart."""
@@ -134,6 +136,7 @@ def text(
         finish_reason=finish_reason,
         chunks=max(1, chunks),
         chunk_delay=chunk_delay,
+        reasoning=reasoning,
     )
 
 
@@ -609,6 +612,8 @@ class _Handler(BaseHTTPRequestHandler):
 
         self._start_sse()
         self._sse(chunk({"role": "assistant", "content": ""}))
+        if reply.reasoning:
+            self._sse(chunk({"reasoning_content": reply.reasoning}))
         if reply.content:
             for piece in _split(reply.content, reply.chunks):
                 self._sse(chunk({"content": piece}))
@@ -653,6 +658,8 @@ def _usage(body: dict, reply: Reply) -> dict:
 
 def _completion(cid: str, created: int, model: str, reply: Reply, usage: dict) -> dict:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.reasoning:
+        message["reasoning_content"] = reply.reasoning
     if reply.tool_calls:
         message["tool_calls"] = copy.deepcopy(reply.tool_calls)
     return {

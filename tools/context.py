@@ -40,6 +40,9 @@ class ToolContext:
     mutations: str = "allow"  # mutating tools: "allow", "ask" (approval each call) or "deny"
     owner: str | None = None  # whose data: None the local owner (all), else "<platform>:<user id>"
     toolsets: list[str] | None = None  # the toolsets the agent was granted (None: every one)
+    # reads/writes through an editor's buffers (ACP fs/*): has can_read/can_write, read_text(path),
+    # write_text(path, text); None: the disk
+    file_io: Any = None
 
     def __post_init__(self) -> None:
         self.cwd = Path(self.cwd).expanduser()

@@ -7,6 +7,8 @@ from typing import Any
 from tools.context import ToolContext, ToolError
 from tools.file_access import (display, guard, is_binary, missing_hint, resolve_path,
                                with_note)
+from tools.file_io import open_text as _open_text
+from tools.file_io import write_text as _write_text
 from tools.file_search import search_files
 from tools.registry import ToolSpec
 
@@ -34,7 +36,7 @@ def read_file(args: dict, ctx: ToolContext) -> str:
     total = 0
     stopped_for_size = False
     try:
-        with open(full, encoding="utf-8-sig", errors="strict", newline=None) as fh:
+        with _open_text(ctx, full, None) as fh:
             for total, line in enumerate(fh, start=1):
                 if total < offset or len(shown) >= limit or stopped_for_size:
                     continue
@@ -74,8 +76,7 @@ def write_file(args: dict, ctx: ToolContext) -> str:
     full.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
     existed = full.exists()
-    with open(full, "wb") as fh:
-        fh.write(data)
+    _write_text(ctx, full, content)
     verb = "overwrote" if existed else "created"
     return with_note(f"{verb} {display(ctx, full)}: wrote {len(data):,} bytes", note)
 
@@ -115,7 +116,7 @@ def patch(args: dict, ctx: ToolContext) -> str:
         raise ToolError(f"{full} looks like a binary file; patch only edits text")
     guard("patch", full, ctx, write=True, content=new)
     try:
-        with open(full, encoding="utf-8", newline="") as fh:
+        with _open_text(ctx, full, "") as fh:
             text = fh.read()
     except UnicodeDecodeError:
         raise ToolError(f"{full} is not UTF-8 text; patch only edits text") from None
@@ -130,8 +131,7 @@ def patch(args: dict, ctx: ToolContext) -> str:
         raise ToolError(f"old_string matches {count} places in {display(ctx, full)}; add surrounding "
                         "context to make it unique, or set replace_all=true")
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-    with open(full, "w", encoding="utf-8", newline="") as fh:
-        fh.write(updated)
+    _write_text(ctx, full, updated)
     name = display(ctx, full)
     diff = "".join(difflib.unified_diff(
         text.splitlines(keepends=True), updated.splitlines(keepends=True),

@@ -87,6 +87,7 @@ def consume_stream(stream: Any, on_delta: Optional[Callable[[str], None]],
                    interrupted: Optional[threading.Event] = None) -> ModelReply:
     """Accumulate chunks into a reply, forwarding text deltas as they arrive."""
     parts: list[str] = []
+    thoughts: list[str] = []  # reasoning_content deltas (providers that stream their reasoning)
     calls: dict[int, dict] = {}
     finish = None
     p = c = None
@@ -102,6 +103,9 @@ def consume_stream(stream: Any, on_delta: Optional[Callable[[str], None]],
             for choice in _get(chunk, "choices") or []:
                 delta = _get(choice, "delta")
                 if delta is not None:
+                    thought = _get(delta, "reasoning_content") or _get(delta, "reasoning")
+                    if isinstance(thought, str) and thought:
+                        thoughts.append(thought)
                     text = _get(delta, "content")
                     if text:
                         parts.append(text)
@@ -134,8 +138,10 @@ def consume_stream(stream: Any, on_delta: Optional[Callable[[str], None]],
         {"id": s["id"] or f"call_{i}", "type": "function", "function": {"name": s["name"], "arguments": s["arguments"]}}
         for i, s in sorted(calls.items())
     ]
-    return ModelReply(content="".join(parts) if parts else None, tool_calls=tool_calls, finish_reason=finish,
-                      prompt_tokens=p, completion_tokens=c, model=model if isinstance(model, str) else None)
+    return ModelReply(content="".join(parts) if parts else None, tool_calls=tool_calls,
+                      finish_reason=finish, prompt_tokens=p, completion_tokens=c,
+                      model=model if isinstance(model, str) else None,
+                      reasoning="".join(thoughts) or None)
 
 
 def request_chat(client: Any, *, model: str, messages: list[dict], tools: Optional[list[dict]],

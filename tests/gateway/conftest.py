@@ -31,8 +31,10 @@ class Gateway:
                  max_body_bytes: int = 1 << 20, busy_policy: str = "queue", max_cached_agents: int = 1000,
                  wrap_factory: Optional[Callable[[Any], Any]] = None,
                  api_options: Optional[dict[str, Any]] = None,
-                 runner_options: Optional[dict[str, Any]] = None) -> None:
-        """``wrap_factory(real_factory) -> factory`` lets a test observe or break agent creation."""
+                 runner_options: Optional[dict[str, Any]] = None,
+                 config: Optional[HermesConfig] = None) -> None:
+        """``wrap_factory(real_factory) -> factory`` lets a test observe or break agent creation;
+        ``config`` is what the agents are built with (default: an empty config)."""
         from gateway.access import AccessControl, PairingStore
         from gateway.platforms.api_server import APIServer
         from gateway.platforms.telegram import TelegramAdapter
@@ -46,7 +48,7 @@ class Gateway:
         adapters = []
         if telegram is not None:
             adapters.append(TelegramAdapter(telegram.token, base_url=telegram.base_url, poll_timeout=1))
-        factory = default_agent_factory(HermesConfig(), self.db)
+        factory = default_agent_factory(config or HermesConfig(), self.db)
         if wrap_factory is not None:
             factory = wrap_factory(factory)
         self.runner = GatewayRunner(session_db=self.db, agent_factory=factory,

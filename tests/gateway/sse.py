@@ -56,3 +56,50 @@ def request(method: str, url: str, key: Optional[str], headers: Optional[dict[st
         return resp.status, json.loads(resp.read() or b"null")
     finally:
         conn.close()
+
+
+class EventStream:
+    """An SSE response read record by record as it arrives: ``next()`` -> (event, data, id)."""
+
+    def __init__(self, url: str, key: str, headers: Optional[dict[str, str]] = None,
+                 timeout: float = 60) -> None:
+        parts = urlsplit(url)
+        self.conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+        target = parts.path + (f"?{parts.query}" if parts.query else "")
+        auth = {"Authorization": f"Bearer {key}"}
+        self.conn.request("GET", target, headers={**auth, **(headers or {})})
+        self.resp = self.conn.getresponse()
+        self.status = self.resp.status
+
+    def next(self) -> Optional[tuple[Optional[str], Any, Optional[str]]]:
+        """The next record, or None at the end of the stream."""
+        event, data, ident = None, [], None
+        while True:
+            line = self.resp.readline()
+            if not line:
+                return None
+            text = line.decode().rstrip("\r\n")
+            if not text:
+                if data:
+                    return event, json.loads("\n".join(data)), ident
+                continue
+            field, _, value = text.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "event":
+                event = value
+            elif field == "data":
+                data.append(value)
+            elif field == "id":
+                ident = value
+
+    def until(self, name: str) -> list[tuple[Optional[str], Any, Optional[str]]]:
+        """Records up to and including the first one named ``name``."""
+        seen = []
+        while (record := self.next()) is not None:
+            seen.append(record)
+            if record[0] == name:
+                return seen
+        raise AssertionError(f"the stream ended before {name!r}: {[r[0] for r in seen]}")
+
+    def close(self) -> None:
+        self.conn.close()

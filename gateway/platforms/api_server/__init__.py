@@ -6,7 +6,10 @@
 - ``session_headers``: ``X-Hermes-Session-Key`` / ``X-Hermes-Session-Id``
 - ``chat``, ``responses`` (+ ``response_events``): the two completion APIs; ``outcomes``: turn outcome
   -> wire (finish reasons, the ``hermes`` member, tool progress records)
-- ``sessions_api``: ``/api/sessions`` (list, show, messages, delete)
+- ``sessions_api``: ``/api/sessions`` (list, show, messages, delete); ``sessions_edit``: create,
+  rename, fork
+- ``runs`` (+ ``run_book``): ``/v1/runs`` (a turn followed by events, approvals answered, stop)
+- ``catalog``: ``/v1/skills``, ``/v1/toolsets``
 - ``sse``: server-sent events and the bridge from agent callbacks to the event loop
 
 Other features add their routes with ``APIServer.add_routes(registrar)`` (see docs/CONTRACTS.md).

@@ -13,9 +13,11 @@ if TYPE_CHECKING:
 
 
 def builtin_registrars() -> list[Callable[["APIServer"], None]]:
-    from gateway.platforms.api_server import chat, responses, sessions_api
+    from gateway.platforms.api_server import (catalog, chat, responses, runs, sessions_api,
+                                              sessions_edit)
 
-    return [register_basics, chat.register, responses.register, sessions_api.register]
+    return [register_basics, chat.register, responses.register, sessions_api.register,
+            sessions_edit.register, runs.register, catalog.register]
 
 
 def register_basics(server: APIServer) -> None:

@@ -95,6 +95,15 @@ def host_allowed(header: Optional[str], bound_host: str, port: int, allowed: Ite
     return bound in WILDCARD_HOSTS and _is_ip(host)
 
 
+def same_origin(origin: str, host: Optional[str]) -> bool:
+    """A page served by this server calling it (the dashboard): the Origin is the Host we
+    checked, so it is not another site's page (pure)."""
+    if not host:
+        return False
+    value = origin.strip().rstrip("/").lower()
+    return value in (f"http://{host.strip().lower()}", f"https://{host.strip().lower()}")
+
+
 def origin_allowed(origin: str, cors_origins: Iterable[str]) -> bool:
     listed = {o.strip().rstrip("/").lower() for o in cors_origins if o and o.strip()}
     return "*" in listed or origin.strip().rstrip("/").lower() in listed
@@ -177,19 +186,21 @@ async def _checked(server: Any, request: web.Request, handler: Handler, origin: 
         raise APIError(421, f"Host {host!r} is not this server (DNS rebinding is refused). Use "
                             f"http://127.0.0.1:{server.port} or add the name to "
                             "gateway.api_server.allowed_hosts.", code="host_not_allowed")
-    if origin and not cors:
+    if origin and not cors and not same_origin(origin, host):
         raise APIError(403, f"Origin {origin!r} is not allowed; list it in gateway.api_server.cors_origins "
                             "to let that web page call the API.", code="origin_not_allowed")
     if request.method == "OPTIONS" and origin and request.headers.get("Access-Control-Request-Method"):
         return web.Response(status=204, headers=preflight_headers(origin))
-    if request.path not in OPEN_PATHS and not key_matches(request.headers.get("Authorization"), server.key):
+    open_path = request.path in OPEN_PATHS or (
+        request.method in ("GET", "HEAD") and request.path in getattr(server, "public_paths", ()))
+    if not open_path and not key_matches(request.headers.get("Authorization"), server.key):
         raise APIError(401, "Invalid or missing API key (send 'Authorization: Bearer <key>'; the key is "
                             "API_SERVER_KEY in HERMES_HOME/.env).", code="invalid_api_key")
     if request.method in ("POST", "PUT", "PATCH") and _has_body(request) \
             and not is_json_content_type(request.headers.get("Content-Type")):
         raise APIError(415, "Request bodies must be sent with 'Content-Type: application/json'.",
                        code="unsupported_media_type")
-    if request.path not in OPEN_PATHS and not server.runner.accepting:
+    if not open_path and not server.runner.accepting:
         raise APIError(503, "The gateway is shutting down; retry shortly.", "server_error", "shutting_down",
                        headers={"Retry-After": "5"})
     return await handler(request)

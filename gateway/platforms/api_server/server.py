@@ -58,6 +58,7 @@ class APIServer:
         self.reuse_port, self.response_headers = reuse_port, dict(response_headers or {})
         self.endpoints: dict[str, dict[str, str]] = {}
         self.features: dict[str, bool] = {}
+        self.public_paths: set[str] = set()  # GETs served without the key (a page's own files)
         self._registrars: list[RouteRegistrar] = []
         self._app: Optional[web.Application] = None
         self._site_runner: Optional[web.AppRunner] = None
@@ -78,6 +79,14 @@ class APIServer:
         self._app.router.add_route(method, path, handler)
         self.endpoints[name] = {"method": method, "path": path}
 
+    def add_public_file(self, path: str, handler: Handler) -> None:
+        """A GET served without the key (a web page's HTML, script and style, which hold no data:
+        everything they show comes from keyed routes). Not listed in ``/v1/capabilities``."""
+        if self._app is None:
+            raise RuntimeError("add_public_file is for route registrars (see APIServer.add_routes)")
+        self._app.router.add_route("GET", path, handler)
+        self.public_paths.add(path)
+
     # -- lifecycle ------------------------------------------------------------------------------
     def app(self) -> web.Application:
         from gateway.platforms.api_server.routes import builtin_registrars
@@ -90,7 +99,7 @@ class APIServer:
                 response.headers.update(self.response_headers)
 
             self._app.on_response_prepare.append(add_own_headers)
-        self.endpoints, self.features = {}, {}
+        self.endpoints, self.features, self.public_paths = {}, {}, set()
         for registrar in [*builtin_registrars(), *self._registrars]:
             registrar(self)
         return self._app

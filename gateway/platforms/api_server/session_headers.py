@@ -7,6 +7,9 @@
   an existing session, which is then continued (a chat platform's session excepted: its transcript is
   private to that chat, so it is visible in the sessions API but never adoptable).
 Both share one namespace (``api_server:session:<name>``), so a client may switch headers.
+- Both together (Hermes 0.22): the key names the conversation (the runner key, so its lock and
+  agent), the id its current transcript: the key is bound to that id first, and an id the store
+  does not know starts that transcript under that id. Responses carry both headers.
 """
 from __future__ import annotations
 
@@ -40,9 +43,6 @@ def session_key_of(request: web.Request) -> tuple[Optional[str], Optional[str]]:
     """(runner key, header used) from the request headers; (None, None) for a stateless request."""
     key_name = parse_name(request.headers.get(SESSION_KEY_HEADER), SESSION_KEY_HEADER)
     id_name = parse_name(request.headers.get(SESSION_ID_HEADER), SESSION_ID_HEADER)
-    if key_name and id_name:
-        raise APIError(400, f"Send either {SESSION_KEY_HEADER} or {SESSION_ID_HEADER}, not both.",
-                       code="invalid_session_key", param=SESSION_KEY_HEADER)
     if key_name:
         return KEY_PREFIX + key_name, SESSION_KEY_HEADER
     if id_name:
@@ -55,8 +55,22 @@ async def resolve(runner: Any, request: web.Request) -> Optional[str]:
     key, header = session_key_of(request)
     if key is None:
         return None
-    if header == SESSION_ID_HEADER and runner.live_state(key) is None:  # live: bound already
-        await asyncio.to_thread(_adopt_existing, runner, key, key[len(KEY_PREFIX):])
+    transcript = parse_name(request.headers.get(SESSION_ID_HEADER), SESSION_ID_HEADER)
+    if header == SESSION_KEY_HEADER and transcript:
+        if await asyncio.to_thread(_bind_transcript, runner, key, transcript):
+            runner.forget_key(key)  # its cached session id is stale now
+        return key
+    if header == SESSION_ID_HEADER:
+        return await key_for_session_id(runner, key[len(KEY_PREFIX):])
+    return key
+
+
+async def key_for_session_id(runner: Any, name: str) -> str:
+    """The runner key continuing session ``name`` as ``X-Hermes-Session-Id: name`` would (a body's
+    ``session_id`` too): an existing session is adopted, another name is a named conversation."""
+    key = KEY_PREFIX + name
+    if runner.live_state(key) is None:  # live: bound already
+        await asyncio.to_thread(_adopt_existing, runner, key, name)
     return key
 
 
@@ -73,6 +87,28 @@ def _adopt_existing(runner: Any, key: str, name: str) -> None:
     db.bind_session_key(key, name)
 
 
+def _bind_transcript(runner: Any, key: str, session_id: str) -> bool:
+    """Point the conversation ``key`` at transcript ``session_id`` (created when unknown); True
+    when the binding changed. A chat's transcript is refused as with the id header alone."""
+    db = runner.db
+    if db.get_session_for_key(key) == session_id:
+        return False
+    if db.get_session(session_id) is None:
+        db.create_session(session_id, source="api_server")
+    elif runner.sessions.owned_by_chat(session_id, runner.adapters):
+        raise APIError(403, f"Session '{session_id}' belongs to a chat platform conversation; the "
+                            "API server cannot continue it. Use another session id.",
+                       code="session_not_allowed", param=SESSION_ID_HEADER)
+    db.bind_session_key(key, session_id)
+    return True
+
+
 def response_headers(session_id: Optional[str], key: Optional[str]) -> dict[str, str]:
-    """What a turn's response says about its session (nothing for a stateless turn)."""
-    return {SESSION_ID_HEADER: session_id} if key is not None and session_id else {}
+    """What a turn's response says about its session (nothing for a stateless turn): the id
+    that served it and, for a named conversation, its name (both headers, as Hermes 0.22)."""
+    if key is None or not session_id:
+        return {}
+    out = {SESSION_ID_HEADER: session_id}
+    if key.startswith(KEY_PREFIX):
+        out[SESSION_KEY_HEADER] = key[len(KEY_PREFIX):]
+    return out

@@ -17,10 +17,12 @@ KEEPALIVE_SECONDS = 15.0
 POLL_SECONDS = 0.5  # how often a silent stream checks that its client is still connected
 
 
-def sse_bytes(data: Any, event: Optional[str] = None) -> bytes:
-    """One SSE record; ``data`` is JSON-encoded unless it is already bytes (``b"[DONE]"``)."""
+def sse_bytes(data: Any, event: Optional[str] = None, event_id: Optional[int] = None) -> bytes:
+    """One SSE record; ``data`` is JSON-encoded unless it is already bytes (``b"[DONE]"``);
+    ``event_id`` is what a reconnecting client sends back as ``Last-Event-ID``."""
     payload = data if isinstance(data, bytes) else json.dumps(data, ensure_ascii=False).encode()
-    head = f"event: {event}\n".encode() if event else b""
+    head = f"id: {event_id}\n".encode() if event_id is not None else b""
+    head += f"event: {event}\n".encode() if event else b""
     return head + b"data: " + payload + b"\n\n"
 
 
@@ -39,8 +41,9 @@ class SSEWriter:
     async def open(self) -> None:
         await self.resp.prepare(self.request)
 
-    async def send(self, data: Any, event: Optional[str] = None) -> None:
-        await self.resp.write(sse_bytes(data, event))
+    async def send(self, data: Any, event: Optional[str] = None,
+                   event_id: Optional[int] = None) -> None:
+        await self.resp.write(sse_bytes(data, event, event_id))
 
     async def comment(self, text: str = "keep-alive") -> None:
         await self.resp.write(f": {text}\n\n".encode())
