@@ -540,6 +540,11 @@ class AIAgent:
         """No turn of this session has run yet (in this process or, resumed, before it)."""
         return self._history_loaded and not self.messages and self._cached_system_prompt is None
 
+    def history(self) -> list[dict]:
+        """The live history; a resumed session's is read from the store on first use (``messages``
+        stays empty until then). Raises HistoryLoadError when the store cannot be read."""
+        return self._load_history()
+
     def chat(self, message: str) -> str:
         """Convenience: one turn, the final text."""
         return self.run_conversation(message).get("final_response") or ""
@@ -584,7 +589,10 @@ class AIAgent:
         elif changed:
             msg = f"Compressed {len(messages)} -> {len(new)} messages (~{before_tokens:,} -> ~{after_tokens:,} tokens)."
         else:
-            msg = "Nothing to compress yet." if len(messages) < 6 else "Compression made no change."
+            why = getattr(self.context_compressor, "nothing_to_compact", None)
+            why = why(messages) if callable(why) else None
+            msg = (f"Nothing to compress: {why}." if why else
+                   "Compression made no change: a summary would not be smaller than what it replaces.")
         return {"compressed": changed, "deferred": deferred, "before_tokens": before_tokens,
                 "after_tokens": after_tokens, "message": msg}
 

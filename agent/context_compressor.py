@@ -293,6 +293,16 @@ class ContextCompressor:
             return None
         return head_end, s, summaries
 
+    def nothing_to_compact(self, messages: list[dict]) -> Optional[str]:
+        """Why a pass over ``messages`` (the history, no system prompt) would leave them all as they
+        are, or None when there is a middle to compact. Pure; for ``/compress``'s answer."""
+        if self._plan(messages, [estimate_message_tokens(m) for m in messages]) is not None:
+            return None
+        return (f"all {len(messages)} messages are kept verbatim: the first {self.protect_first_n} "
+                f"(compression.protect_first_n) and the recent tail (compression.protect_last_n="
+                f"{self.protect_last_n}, about {self.tail_budget:,} tokens) leave nothing between "
+                "them to summarise")
+
     # ---- pruning ---------------------------------------------------------------------------
 
     @staticmethod

@@ -344,7 +344,7 @@ def run_repl(args: Any, cfg: Any) -> int:
     for line in banner(chat.agent, local_notice(provider_settings(args, cfg))):
         r.info(line, "dim" if line.startswith("Type") else "yellow" if line.startswith("No model") else "bold")
     if session_id:
-        r.info(f"Resumed session with {len(getattr(chat.agent, 'messages', None) or [])} messages.", "dim")
+        chat.show_resumed(session_id)
     starting = [name for name, conn in (mcp.connections.items() if mcp else ()) if conn.cfg.enabled]
     if starting:
         r.info(f"MCP: connecting {', '.join(starting)} in the background (/mcp shows them).", "dim")

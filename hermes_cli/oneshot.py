@@ -129,6 +129,8 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
     agent = build_agent(args, cfg, session_db=db, session_id=session_id,
                         tool_progress_callback=tool_cb, status_callback=status_cb,
                         approval_callback=approval, interactive=False)
+    if session_id and not quiet:
+        sys.stderr.write(f"• resumed session {session_id} ({len(agent.history())} messages)\n")
     message = _with_skill(message, cfg, quiet)
     streamed = {"any": False, "nl": True}
 

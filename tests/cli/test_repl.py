@@ -15,10 +15,11 @@ PROMPT = "❯"
 class Repl:
     """A running `hermes` in a pty; `say` types a line, `wait` reads up to a pattern."""
 
-    def __init__(self, fp, **env: str) -> None:
+    def __init__(self, fp, *args: str, dimensions: tuple[int, int] = (40, 160), **env: str) -> None:
         self.fp = fp
-        self.child = pexpect.spawn(sys.executable, ["-m", "hermes_cli.main"], env=hermes_env(fp, **env),
-                                   cwd=str(ROOT), encoding="utf-8", timeout=30, dimensions=(40, 160))
+        self.child = pexpect.spawn(sys.executable, ["-m", "hermes_cli.main", *args],
+                                   env=hermes_env(fp, **env), cwd=str(ROOT), encoding="utf-8",
+                                   timeout=30, dimensions=dimensions)
         self.out = ""
         self.wait(PROMPT)
 
