@@ -27,6 +27,7 @@ from agent.messages import content_text, find_tool_pair_violations, sanitize_too
 from agent.persistence import HistoryLoadError, SessionRecorder, StoreError
 from agent.redact import config_secrets, redact, secret_values
 from agent.providers.client_pool import pool_for
+from agent.providers.models import settle as settle_model
 from agent.providers.openai_compat import ModelReply, abort_connections, make_openai_client, request_chat
 from agent.retry import jittered_backoff
 from agent.tokens import estimate_messages_tokens_rough
@@ -102,7 +103,7 @@ class AIAgent:
         self.provider = settings.provider
         self.base_url = settings.base_url
         self.api_key = settings.api_key
-        self.model = settings.model
+        self.model = settings.model or settle_model(settings).model
         self._model_path = settings.model_path
         self.max_iterations = max_iterations
         self.quiet_mode = quiet_mode
@@ -295,9 +296,10 @@ class AIAgent:
         return redact(text, secret_values([self.api_key, *config_secrets(self.config)]))
 
     def _api_key_setting(self) -> str:
-        if self.provider == "openrouter":
-            return "OPENROUTER_API_KEY (or model.api_key in config.yaml)"
-        return "OPENAI_API_KEY (or model.api_key in config.yaml)"
+        from agent.providers.catalog import PROVIDERS
+
+        info = PROVIDERS.get(self.provider)
+        return f"{(info and info.key_var) or 'OPENAI_API_KEY'} (or model.api_key in config.yaml)"
 
     # ---- tools ---------------------------------------------------------------------------
 
@@ -591,8 +593,8 @@ class AIAgent:
         else:
             why = getattr(self.context_compressor, "nothing_to_compact", None)
             why = why(messages) if callable(why) else None
-            msg = (f"Nothing to compress: {why}." if why else
-                   "Compression made no change: a summary would not be smaller than what it replaces.")
+            msg = (f"Nothing to compress: {why}." if why else "Compression made no change: a "
+                   "summary would not be smaller than what it replaces.")
         return {"compressed": changed, "deferred": deferred, "before_tokens": before_tokens,
                 "after_tokens": after_tokens, "message": msg}
 

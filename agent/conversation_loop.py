@@ -12,6 +12,7 @@ from typing import Any, Optional, Union
 from agent import results
 from agent.conversation_compression import compression_skipped_due_to_lock, made_progress
 from agent.error_classifier import ClassifiedError, ErrorKind, classify_error
+from agent.provider_failures import describe
 from agent.providers.openai_compat import ModelReply, StreamInterrupted
 from agent.tokens import estimate_messages_tokens_rough, estimate_request_tokens_rough, estimate_tools_tokens
 from agent.turn_context import TurnState
@@ -104,18 +105,15 @@ def _compress_after_rejection(agent: Any, state: TurnState, err: ClassifiedError
     return None
 
 
-def _failure_message(agent: Any, err: ClassifiedError, retries: int) -> str:
-    text = agent._redact(err.message).strip()
-    detail = text.splitlines()[0][:300] if text else err.kind.value
-    if err.kind is ErrorKind.STOPPED:
-        return text
-    if err.kind is ErrorKind.AUTH:
-        return (f"The provider rejected the credentials ({err.status or 'auth error'}) at {agent.base_url}. "
-                f"Fix {agent._api_key_setting()} (or run `hermes setup`) and try again.")
-    if err.retryable:
-        return (f"The provider kept failing ({err.kind.value}: {detail}) after {retries} retries. "
-                f"Your message is saved; try again in a moment.")
-    return f"The provider refused the request ({err.status or err.kind.value}): {detail}"
+def _failed(agent: Any, state: TurnState, err: ClassifiedError, retries: int) -> dict:
+    """The turn ends on a provider failure: one line naming the endpoint, a code for surfaces."""
+    from agent.providers.models import shown_url
+
+    url = shown_url(agent.base_url) if agent.base_url else "the embedded local model"
+    failure = describe(err, agent._redact(err.message), retries, url, agent.model,
+                       agent._api_key_setting())
+    return results.failed_result(state, failure.message, code=failure.code,
+                                 retry_after=failure.retry_after)
 
 
 def call_model(agent: Any, state: TurnState, api_messages: list[dict]) -> Union[ModelReply, dict]:
@@ -151,7 +149,7 @@ def call_model(agent: Any, state: TurnState, api_messages: list[dict]) -> Union[
                     raise Interrupted() from None
                 continue
             agent._persist_session(state.messages)
-            return results.failed_result(state, _failure_message(agent, err, retries))
+            return _failed(agent, state, err, retries)
 
 
 def run_loop(agent: Any, state: TurnState) -> dict:

@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from agent.config import ConfigError, hermes_home, load_config, load_env_file
+from agent.config import (ConfigError, config_path, hermes_home, load_config, load_env_file,
+                          read_raw_config)
 from agent.home import create_private_file, ensure_home, ensure_private_dir, write_env_var
 
 log = logging.getLogger("gateway")
@@ -377,6 +378,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.worker is None:
         pid_path().write_text(f"{os.getpid()}\n", encoding="utf-8")
     log.info("logging to %s", logfile)
+    from agent.config_keys import warning_lines
+
+    for line in warning_lines(read_raw_config(), str(config_path())):  # typos, named once
+        log.warning("%s", line)
     if key_file is not None:
         log.warning("API server: generated an API key and saved it as API_SERVER_KEY in %s (mode 600); "
                     "clients send it as 'Authorization: Bearer <key>'", key_file)

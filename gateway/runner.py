@@ -73,7 +73,9 @@ def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFa
     from gateway.tool_policy import gateway_toolsets, gateway_working_dir
 
     cfg = config if config is not None else load_config()
-    settings = resolve_provider(cfg)
+    from agent.providers.models import settle
+
+    settings = settle(resolve_provider(cfg))  # no model configured: the endpoint's, asked once
     from agent.tool_selection import check_config
 
     check_config(cfg)  # an unknown toolset stops the gateway at start-up, not at the first message

@@ -84,7 +84,7 @@ class SlashCommands:
         return list(fn() if callable(fn) else getattr(self.agent, "messages", None) or [])
 
     def _show_message(self, m: dict, limit: int = 300) -> bool:
-        """One user/assistant message as `you: …` / `hermes: …` (tool calls below); False for others."""
+        """A user/assistant message as `you: …` / `hermes: …` (tool calls below); else False."""
         from hermes_cli.sessions import content_text, tool_calls_text
 
         role = m.get("role")

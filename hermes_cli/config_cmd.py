@@ -108,12 +108,19 @@ def del_dotted(data: dict, key: str) -> None:
 
 
 def write_config(data: dict, path: Optional[Path] = None) -> Path:
+    """config.yaml replaced atomically; it and its folder are private from the first byte (the
+    file names endpoints and, in older installs, keys)."""
     import yaml
 
+    from agent.home import FILE_MODE, ensure_private_dir
+
     p = path or config_path()
-    p.parent.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(p.parent)
     tmp = p.with_suffix(".yaml.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    os.chmod(tmp, FILE_MODE)
     os.replace(tmp, p)
     return p
 
@@ -178,10 +185,30 @@ def cmd_get(key: str, out=sys.stdout, err=sys.stderr) -> int:
     return 0
 
 
-def cmd_set(key: str, text: str, out=sys.stdout) -> int:
+def check_gateway_values(gateway: Any) -> None:
+    """The gateway's own parsers of its whole-number settings, run on a `config set` so a value
+    that would stop `hermes gateway run` is refused before it is written."""
+    from gateway.capacity import turn_settings
+    from gateway.lease import lease_wait
+
+    gw = gateway if isinstance(gateway, dict) else {}
+    turn_settings(gw)
+    lease_wait(gw)
+
+
+def cmd_set(key: str, text: str, out=sys.stdout, force: bool = False) -> int:
+    """Set one dotted key; an unknown key (a typo) is refused unless ``force``, and the value must
+    load (type, range, time zone) before anything is written."""
+    from agent.config_keys import key_problem
+
     key = key.strip().strip(".")
     if not key or any(not part for part in key.split(".")):
         raise ConfigError(f"`{key}` is not a dotted key like model.default")
+    problem = None if force else key_problem(key)
+    if problem is not None:
+        hint = f" (did you mean `{problem.suggestion}`?)" if problem.suggestion else ""
+        raise ConfigError(f"unknown config key `{key}`{hint}; nothing was written (`hermes config "
+                          "set --force KEY VALUE` writes it anyway)")
     raw = read_raw_config()
     if is_secret(key):
         var = secret_env_var(key, raw)
@@ -194,6 +221,8 @@ def cmd_set(key: str, text: str, out=sys.stdout) -> int:
     value = parse_value(text)
     set_dotted(raw, key, value)
     parse_config(raw, f"{config_path()} after setting {key}")  # never write a file that won't load
+    if key.startswith("gateway."):
+        check_gateway_values(raw.get("gateway"))
     p = write_config(raw)
     out.write(f"{key} = {value!r} written to {p}\n")
     return 0
@@ -231,7 +260,7 @@ def run(args: Any) -> int:
     if action == "get":
         return cmd_get(args.key)
     if action == "set":
-        return cmd_set(args.key, args.value)
+        return cmd_set(args.key, args.value, force=bool(getattr(args, "force", False)))
     if action == "path":
         return cmd_path()
     raise ConfigError(f"unknown config action {action!r}")

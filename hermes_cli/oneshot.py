@@ -94,6 +94,8 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
     from hermes_cli.agent_factory import build_agent, local_notice, provider_settings, resolve_session_arg, open_db
 
     notes = QuietNotes() if quiet else None
+    if notes is not None:  # config.yaml keys nothing reads: after the answer, like other warnings
+        notes.lines += [f"hermes: warning: {line}" for line in getattr(args, "config_warnings", [])]
     from agent.mcp.manager import shutdown_servers, start_servers
 
     notice = local_notice(provider_settings(args, cfg))

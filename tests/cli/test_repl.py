@@ -164,10 +164,10 @@ def test_setup_wizard_in_a_terminal(fake_provider, hermes_home):
     child.sendline("2")
     child.expect("Base URL")
     child.sendline(fake_provider.base_url)
-    child.expect("Model name")
-    child.sendline("wizard-model")
-    child.expect("API key")
+    child.expect("API key")  # before the models list is asked for: the endpoint may need it
     child.sendline("sk-wizard-0123456789abcdef")
+    child.expect(r"Model name \[fake-model\]")  # the one the endpoint lists is offered
+    child.sendline("wizard-model")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0

@@ -35,9 +35,11 @@ def test_resume_flag_shows_the_count_and_the_last_exchange(hermes, fake_provider
 
         fake_provider.queue(text("You asked about Paris."))
         repl.say("what did I ask first?", until="You asked about Paris")
-        sent = [m["content"] for m in fake_provider.requests[-1]["messages"] if m["role"] != "system"]
+        sent = [m["content"] for m in fake_provider.requests[-1]["messages"]
+                if m["role"] != "system"]
         assert sent[:4] == ["what is the capital of France?", "Paris is the capital of France.",
-                            "and how many people live there?", "About 2.1 million people live there."]
+                            "and how many people live there?",
+                            "About 2.1 million people live there."]
         assert repl.quit() == 0
     finally:
         if repl.child.isalive():
