@@ -15,8 +15,11 @@ from hermes_cli import slash
 
 class SlashCommands:
     def cmd_help(self, arg: str) -> bool:
+        import shutil
+
         self.r.info("Commands:")
-        for line in slash.help_lines(self.skill_entries(max_age=0)):
+        width = shutil.get_terminal_size((100, 24)).columns
+        for line in slash.help_lines(self.skill_entries(max_age=0), width=width):
             self.r.info(line)
         return True
 

@@ -247,7 +247,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         from agent.config import ConfigError
         from tools.registry import UnknownToolsetError
 
-        if isinstance(exc, (ConfigError, UnknownToolsetError)):
+        usage = type(exc).__name__ == "UsageError"
+        if usage or isinstance(exc, (ConfigError, UnknownToolsetError)):
             _error(_one_line(exc))
             return 2
         if type(exc).__name__ in ("CommandError", "TurnFailed", "SessionDBError", "ValueError"):

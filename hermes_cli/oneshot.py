@@ -187,10 +187,20 @@ def _with_skill(message: str, cfg: Any, quiet: bool) -> str:
     """`/<skill> [text]`: the message with the skill attached (any other text is sent as typed)."""
     if not message.lstrip().startswith("/"):
         return message
+    if message.lstrip().startswith("//"):  # as in the chat: '//' sends a leading '/' as typed
+        return message.lstrip()[1:]
     from agent.config import hermes_home
     from agent.skills import invoke
 
     hit = invoke.expand(message, hermes_home(), cfg)
+    missing = invoke.not_found(message, hermes_home(), cfg) if hit is None else None
+    if missing is not None:
+        from hermes_cli.agent_factory import UsageError
+
+        name, close = missing
+        near = f"; close: {', '.join(close)}" if close else ""
+        raise UsageError(f"no skill {name}{near} (`hermes skills list` shows them); to send a "
+                         "message that starts with '/', write '//' instead")
     if hit is None:
         return message
     if not quiet:

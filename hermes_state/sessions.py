@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable, Optional
 
-from .common import PREVIEW_CHARS, new_session_id
+from .common import PREVIEW_CHARS, content_text, new_session_id, typed_text
 
 
 class SessionsMixin:
@@ -57,7 +57,7 @@ class SessionsMixin:
         out = []
         for row in rows:
             d = dict(row)
-            text = " ".join((d.pop("_first") or "").split())
+            text = " ".join(typed_text(content_text(d.pop("_first") or "")).split())
             d["preview"] = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1] + "…"
             out.append(d)
         return out
