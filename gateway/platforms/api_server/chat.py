@@ -14,7 +14,8 @@ from typing import Any, Optional
 from aiohttp import web
 
 from gateway.platforms.api_server import session_headers
-from gateway.platforms.api_server.outcomes import ending, message_text, raise_for, tool_progress
+from gateway.platforms.api_server.outcomes import (ending, error_code, failure_message,
+                                                   message_text, raise_for, tool_progress)
 from gateway.platforms.api_server.sse import SSEWriter, TurnFeed
 from gateway.platforms.api_server.wire import (MODEL_ID, APIError, check_roles, read_json, text_of,
                                                usage_of)
@@ -108,6 +109,10 @@ async def _stream(runner: Any, request: web.Request, body: dict[str, Any], key: 
         if hermes is not None:
             last["hermes"] = hermes
         await out.send(last)
+        if outcome.kind == "failed":  # the end of a failed stream: one error the SDKs raise
+            await out.send({"error": {"message": failure_message(outcome, key),
+                                      "type": "server_error", "param": None,
+                                      "code": error_code(outcome)}}, event="error")
         if (body.get("stream_options") or {}).get("include_usage"):
             prompt, completion = usage_of(outcome.result)
             await out.send({"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
@@ -126,7 +131,7 @@ async def _stream(runner: Any, request: web.Request, body: dict[str, Any], key: 
         log.exception("stream %s failed after it started", cid)
         try:  # the 200 is out: report in the stream, never with a second HTTP response
             await out.send({"error": {"message": "Internal server error.", "type": "server_error",
-                                      "code": "internal_error"}})
+                                      "code": "internal_error"}}, event="error")
             await out.send(b"[DONE]")
             await out.close()
         except Exception as exc:
