@@ -59,6 +59,7 @@ HERMES_KEYS: dict[str, tuple[str, ...]] = {
                    "inherit_mcp_toolsets", "provider", "fallback_providers", "reasoning_effort",
                    "default_toolsets"),
     "cron": ("catch_up_missed", "wrap_response"),
+    "plugins": ("clone_timeout_seconds",),
     "gateway": ("signal_interrupt_grace_timeout", "trust_env", "room_link_url",
                 "max_concurrent_sessions"),
 }
