@@ -208,14 +208,6 @@ class HermesConfig(_Section):
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
     plugins: PluginsConfig = Field(default_factory=PluginsConfig)
 
-
-def load_plugins(cfg: HermesConfig) -> list:
-    """Load the process's plugins once (built-ins, pip packages, HERMES_HOME/plugins folders) with
-    this config's enabled/disabled lists; later calls return what the first one did."""
-    from hermes_core.plugin_loader import LOADER
-
-    return LOADER.load(hermes_home(), enabled=cfg.plugins.enabled, disabled=cfg.plugins.disabled)
-
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, v: Optional[str]) -> Optional[str]:
@@ -229,6 +221,14 @@ def load_plugins(cfg: HermesConfig) -> list:
             raise ValueError(f"{v!r} is not a time zone; use an IANA name such as Europe/Paris, "
                              "America/New_York or UTC") from None
         return str(v).strip()
+
+
+def load_plugins(cfg: HermesConfig) -> list:
+    """Load the process's plugins once (built-ins, pip packages, HERMES_HOME/plugins folders) with
+    this config's enabled/disabled lists; later calls return what the first one did."""
+    from hermes_core.plugin_loader import LOADER
+
+    return LOADER.load(hermes_home(), enabled=cfg.plugins.enabled, disabled=cfg.plugins.disabled)
 
 
 def load_env_file(path: Optional[Path] = None) -> None:
