@@ -24,12 +24,15 @@ def error_code(outcome: Any) -> str:
 
 
 def failure_message(outcome: Any, key: Optional[str]) -> str:
-    """The failed turn's one line for an API client (not the chat apology around it)."""
+    """The failed turn's one line for an API client (not the chat apology around it); a keyed
+    request learns whether its session kept the message (a stateless one stores nothing)."""
     result = outcome.result or {}
     text = " ".join(str(result.get("error") or outcome.text or "The turn failed.").split())
-    if key is not None and getattr(outcome, "saved", False):
-        text = text.rstrip(" .") + ". Your message is saved in the session."
-    return text
+    if key is None:
+        return text
+    if getattr(outcome, "saved", False):
+        return text.rstrip(" .") + ". Your message is saved in the session."
+    return text.rstrip(" .") + ". Your message could not be saved; send it again."
 
 
 def failure_status(outcome: Any) -> tuple[int, dict[str, str]]:
