@@ -160,79 +160,88 @@ def run(args: Any, out: TextIO = sys.stdout) -> int:
         db.close()
 
 
+def _list(db: Any, args: Any, out: TextIO) -> int:
+    rows = db.list_sessions(limit=getattr(args, "limit", 30), source=getattr(args, "source", None))
+    if getattr(args, "json", False):
+        out.write(session_list_json(rows) + "\n")
+    else:
+        out.write("\n".join(session_list_lines(rows)) + "\n")
+    return 0
+
+
+def _show(db: Any, args: Any, out: TextIO) -> int:
+    sid = resolve(db, args.session)
+    s = db.get_session(sid) or {"id": sid}
+    if getattr(args, "json", False):
+        if args.children:
+            out.write(json.dumps(db.list_children(sid), indent=1, default=str) + "\n")
+        else:
+            out.write(to_json(s, db.get_messages(sid, include_inactive=args.all)))
+        return 0
+    out.write(f"{s.get('title') or '(untitled)'}  [{sid}]  {s.get('source') or '-'}  "
+              f"model {s.get('model') or '-'}  started {fmt_time(s.get('started_at'))}\n\n")
+    if getattr(args, "children", False):
+        out.write("\n".join(children_lines(db.list_children(sid))) + "\n")
+        return 0
+    for m in db.get_messages(sid, include_inactive=args.all):
+        tag = "" if m.get("active", 1) else " (compacted)"
+        text = content_text(m.get("content")).strip()
+        name = f"[{m['tool_name']}]" if m.get("tool_name") else ""
+        out.write(f"{m.get('role')}{name}{tag}: {text}\n")
+        for call in tool_calls_text(m.get("tool_calls")):
+            out.write(f"    → {call}\n")
+    return 0
+
+
+def _search(db: Any, args: Any, out: TextIO) -> int:
+    if not args.query.strip():
+        raise UsageError("the search query is empty; give words to look for, e.g. "
+                         "hermes sessions search 'deploy script'")
+    hits = db.search_messages(args.query, limit=args.limit)
+    if getattr(args, "json", False):
+        out.write(json.dumps(hits, indent=1, ensure_ascii=False, default=str) + "\n")
+        return 0
+    if not hits:
+        out.write(f"No messages match {args.query!r}.\n")
+    for h in hits:
+        label = h.get("session_title") or ""
+        gone = "" if h.get("active", 1) else " (compacted)"
+        out.write(f"{h['session_id']}  {label}  {h.get('role')}{gone}: "
+                  f"{' '.join(str(h.get('snippet') or '').split())}\n")
+    return 0
+
+
+def _export(db: Any, args: Any, out: TextIO) -> int:
+    sid = resolve(db, args.session)
+    s = db.get_session(sid) or {"id": sid}
+    msgs = db.get_messages(sid, include_inactive=True)
+    fmt = export_format(args.format, args.output)
+    text = EXPORT_FORMATS[fmt](s, msgs)
+    if args.output and args.output != "-":
+        Path(args.output).write_text(text, encoding="utf-8")
+        sys.stderr.write(f"exported {len(msgs)} messages of {sid} to {args.output} ({fmt})\n")
+    else:
+        out.write(text)
+    return 0
+
+
+def _rename(db: Any, args: Any, out: TextIO) -> int:
+    sid = resolve(db, args.session)
+    try:
+        db.set_session_title(sid, args.title)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    out.write(f"{sid} is now titled {args.title!r}\n")
+    return 0
+
+
 def _dispatch(db: Any, action: str, args: Any, out: TextIO) -> int:
-    if action == "list":  # bare `hermes sessions` too, with the defaults
-        rows = db.list_sessions(limit=getattr(args, "limit", 30), source=getattr(args, "source", None))
-        if getattr(args, "json", False):
-            out.write(session_list_json(rows) + "\n")
-        else:
-            out.write("\n".join(session_list_lines(rows)) + "\n")
-        return 0
-    if action == "show":
-        sid = resolve(db, args.session)
-        s = db.get_session(sid) or {"id": sid}
-        if getattr(args, "json", False):
-            if args.children:
-                out.write(json.dumps(db.list_children(sid), indent=1, default=str) + "\n")
-            else:
-                out.write(to_json(s, db.get_messages(sid, include_inactive=args.all)))
-            return 0
-        out.write(f"{s.get('title') or '(untitled)'}  [{sid}]  {s.get('source') or '-'}  "
-                  f"model {s.get('model') or '-'}  started {fmt_time(s.get('started_at'))}\n\n")
-        if getattr(args, "children", False):
-            out.write("\n".join(children_lines(db.list_children(sid))) + "\n")
-            return 0
-        msgs = db.get_messages(sid, include_inactive=args.all)
-        for m in msgs:
-            tag = "" if m.get("active", 1) else " (compacted)"
-            text = content_text(m.get("content")).strip()
-            name = f"[{m['tool_name']}]" if m.get("tool_name") else ""
-            out.write(f"{m.get('role')}{name}{tag}: {text}\n")
-            for call in tool_calls_text(m.get("tool_calls")):
-                out.write(f"    → {call}\n")
-        return 0
-    if action == "search":
-        if not args.query.strip():
-            raise UsageError("the search query is empty; give words to look for, e.g. "
-                             "hermes sessions search 'deploy script'")
-        hits = db.search_messages(args.query, limit=args.limit)
-        if getattr(args, "json", False):
-            out.write(json.dumps(hits, indent=1, ensure_ascii=False, default=str) + "\n")
-            return 0
-        if not hits:
-            out.write(f"No messages match {args.query!r}.\n")
-            return 0
-        for h in hits:
-            label = h.get("session_title") or ""
-            gone = "" if h.get("active", 1) else " (compacted)"
-            out.write(f"{h['session_id']}  {label}  {h.get('role')}{gone}: "
-                      f"{' '.join(str(h.get('snippet') or '').split())}\n")
-        return 0
-    if action == "export":
-        sid = resolve(db, args.session)
-        s = db.get_session(sid) or {"id": sid}
-        msgs = db.get_messages(sid, include_inactive=True)
-        fmt = export_format(args.format, args.output)
-        text = EXPORT_FORMATS[fmt](s, msgs)
-        if args.output and args.output != "-":
-            Path(args.output).write_text(text, encoding="utf-8")
-            sys.stderr.write(f"exported {len(msgs)} messages of {sid} to {args.output} ({fmt})\n")
-        else:
-            out.write(text)
-        return 0
-    if action == "rename":
-        sid = resolve(db, args.session)
-        try:
-            db.set_session_title(sid, args.title)
-        except ValueError as exc:
-            raise CommandError(str(exc)) from None
-        out.write(f"{sid} is now titled {args.title!r}\n")
-        return 0
-    if action == "delete":
-        return _delete(db, args, out)
-    if action == "prune":
-        return _prune(db, args, out)
-    raise CommandError(f"unknown sessions action {action!r}")
+    """One ``hermes sessions`` action (bare ``hermes sessions`` lists, with the defaults)."""
+    actions = {"list": _list, "show": _show, "search": _search, "export": _export,
+               "rename": _rename, "delete": _delete, "prune": _prune}
+    if action not in actions:
+        raise CommandError(f"unknown sessions action {action!r}")
+    return actions[action](db, args, out)
 
 
 def _delete(db: Any, args: Any, out: TextIO) -> int:
