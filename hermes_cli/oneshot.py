@@ -89,20 +89,26 @@ def outcome(res: Optional[dict]) -> tuple[int, Optional[str]]:
     return 0, None
 
 
+def _early_notes(args: Any, notice: Optional[str], quiet: bool) -> Optional[QuietNotes]:
+    """-z holds what needs attention (config typos, the local-model notice) for after the answer;
+    otherwise the notice goes to stderr now (config typos were written at start)."""
+    if not quiet:
+        if notice:
+            sys.stderr.write(notice + "\n")
+        return None
+    notes = QuietNotes()
+    notes.lines += [f"hermes: warning: {line}" for line in getattr(args, "config_warnings", [])]
+    if notice:
+        notes.lines.append(notice)
+    return notes
+
+
 def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
     """Run one turn. quiet=True is -z: nothing but the answer on stdout."""
     from hermes_cli.agent_factory import build_agent, local_notice, provider_settings, resolve_session_arg, open_db
 
-    notes = QuietNotes() if quiet else None
-    if notes is not None:  # config.yaml keys nothing reads: after the answer, like other warnings
-        notes.lines += [f"hermes: warning: {line}" for line in getattr(args, "config_warnings", [])]
+    notes = _early_notes(args, local_notice(provider_settings(args, cfg)), quiet)
     from agent.mcp.manager import shutdown_servers, start_servers
-
-    notice = local_notice(provider_settings(args, cfg))
-    if notice and notes is not None:
-        notes.lines.append(notice)
-    elif notice:
-        sys.stderr.write(notice + "\n")
     # MCP servers connect while the agent is built; its first turn waits for them (each up to its
     # connect_timeout), so a one-shot answer can use their tools
     start_servers(cfg, report=_mcp_report(notes))
