@@ -8,7 +8,7 @@ import os
 import stat
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, TextIO
+from typing import Any, Optional, TextIO
 
 OK, FAIL, SKIP, WARN = "✓", "✗", "–", "⚠"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.cli.test_repl import PROMPT, Repl
+from tests.cli.test_repl import Repl
 from tests.fake_provider import text
 
 
