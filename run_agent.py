@@ -19,18 +19,18 @@ from typing import Any, Callable, Optional
 
 from agent import plugin_hooks, results
 from agent.agent_kwargs import check_kwargs, honoured
-from agent.config import (HermesConfig, hermes_home, load_config, load_env_file, load_plugins,
+from hermes_core.config import (HermesConfig, hermes_home, load_config, load_env_file, load_plugins,
                           resolve_provider)
 from agent.conversation_compression import compress_context, compression_skipped_due_to_lock
 from agent.conversation_loop import Interrupted, run_loop
-from agent.messages import content_text, find_tool_pair_violations, sanitize_tool_pairs
+from hermes_core.messages import content_text, find_tool_pair_violations, sanitize_tool_pairs
 from agent.persistence import HistoryLoadError, SessionRecorder, StoreError
-from agent.redact import config_secrets, redact, secret_values
+from hermes_core.redact import config_secrets, redact, secret_values
 from agent.providers.client_pool import pool_for
 from agent.providers.models import settle as settle_model
 from agent.providers.openai_compat import ModelReply, abort_connections, make_openai_client, request_chat
-from agent.retry import jittered_backoff
-from agent.tokens import estimate_messages_tokens_rough
+from hermes_core.retry import jittered_backoff
+from hermes_core.tokens import estimate_messages_tokens_rough
 from agent.turn_context import TurnState, build_turn, preflight_compress
 from tools.registry import check_toolset_requirements, get_tool_definitions
 from tools.registry import generation as tools_generation
@@ -126,6 +126,7 @@ class AIAgent:
         self.confine_to = Path(confine_to).expanduser() if confine_to else None
         self.mutating_tools = mutating_tools or ("ask" if self.provider == "local" else "allow")
         self.origin: Optional[dict] = None  # set by a surface: the chat a turn comes from (cron's "origin")
+        self.owner: Optional[str] = None  # set by a surface: a chat user's "<platform>:<user id>"
         self._use_prompt_caching = False
 
         self.enabled_toolsets, self.disabled_toolsets = select_toolsets(
@@ -143,8 +144,12 @@ class AIAgent:
         self.context_compressor: Any = ContextCompressor.from_config(comp_cfg, window,
                                                                      summarize=self._make_summarizer())
 
+        self.write_fence: Any = None  # set by a surface per turn: what its writes must prove
         self._recorder = SessionRecorder(session_db, session_id or _new_session_id(), platform,
-                                         model=lambda: self.model, warn=lambda m: self._emit_status("warning", m))
+                                         model=lambda: self.model,
+                                         warn=lambda m: self._emit_status("warning", m),
+                                         fence=lambda: self.write_fence, owner=lambda: self.owner,
+                                         open_store=self._open_store)
         self.messages: list[dict] = []
         self._history_loaded = session_id is None
         self._cached_system_prompt: Optional[str] = None
@@ -161,6 +166,12 @@ class AIAgent:
         self.session_prompt_tokens = 0
         self.session_completion_tokens = 0
         self.session_api_calls = 0
+
+    def _open_store(self) -> Any:
+        """The configured store, for an agent given no ``session_db``."""
+        from hermes_state import SessionDB
+
+        return SessionDB.from_config(self.config)
 
     # ---- provider ------------------------------------------------------------------------
 
@@ -196,6 +207,8 @@ class AIAgent:
         if self.provider == "local":
             self._sync_local_window(self.client)
         self._persist_session(state.messages)  # the user's message is on disk before the wire
+        if self.lease_lost:  # another worker holds the session now: nothing goes out
+            raise Interrupted()
         tools = self.tools or None
         if self.provider == "local" and state.extras.get("tool_rounds", 0) >= LOCAL_MAX_TOOL_ROUNDS:
             tools = None  # a tiny local model would call tools forever; after this many rounds it must answer
@@ -296,7 +309,7 @@ class AIAgent:
         return redact(text, secret_values([self.api_key, *config_secrets(self.config)]))
 
     def _api_key_setting(self) -> str:
-        from agent.providers.catalog import PROVIDERS
+        from hermes_core.provider_table import PROVIDERS
 
         info = PROVIDERS.get(self.provider)
         return f"{(info and info.key_var) or 'OPENAI_API_KEY'} (or model.api_key in config.yaml)"
@@ -309,7 +322,7 @@ class AIAgent:
 
     def _fit_tools_to(self, system_prompt: str) -> None:
         """A stored prompt (resumed session): offer the tools that fit beside it, as when it was built."""
-        from agent.tokens import estimate_text_tokens
+        from hermes_core.tokens import estimate_text_tokens
         from agent.tool_selection import fit_tools
         from tools.registry import get_toolset
 
@@ -351,7 +364,8 @@ class AIAgent:
                                          config=self.config, platform=self.platform, agent=self,
                                          confine_to=self.confine_to, mutations=self.mutating_tools)
         ctx = self._tool_ctx
-        ctx.session_db, ctx.origin = self.session_db, self.origin
+        ctx.session_db, ctx.origin, ctx.owner = self.session_db, self.origin, self.owner
+        ctx.toolsets = self.enabled_toolsets
         ctx.yolo, ctx.approval_callback, ctx.session_id = self.yolo, self.approval_callback, self.session_id
         return ctx
 
@@ -393,6 +407,11 @@ class AIAgent:
     @property
     def session_db(self) -> Any:
         return self._recorder.db
+
+    @property
+    def lease_lost(self) -> Optional[str]:
+        """Why this agent's writes were refused (its turn lease was lost), else None."""
+        return self._recorder.fenced
 
     def _load_history(self) -> list[dict]:
         """The agent's own history; on first use of a resumed session, its active rows from the store.
@@ -439,11 +458,14 @@ class AIAgent:
         from agent.prompt_builder import build_prompt
         from tools.registry import get_toolset
 
+        from tools.memory.store import owner_home
+
         return build_prompt(hermes_home(), self.cwd, tools=self._all_tools, toolset_of=get_toolset,
                             window=getattr(self.context_compressor, "context_length", None),
                             config=self.config, platform=self.platform,
                             skip_context_files=self.skip_context_files, skip_memory=self.skip_memory,
-                            explicit_toolsets=self.enabled_toolsets is not None)
+                            explicit_toolsets=self.enabled_toolsets is not None,
+                            memory_home=owner_home(hermes_home(), self.owner, self.config))
 
     def _get_system_prompt(self) -> str:
         if self._cached_system_prompt is None:
@@ -476,9 +498,10 @@ class AIAgent:
         built, old = self._prompt, self._cached_system_prompt
         if built is None or self.skip_memory or not old or not system_prompt.startswith(old):
             return system_prompt
-        from agent.memory_store import snapshot
+        from tools.memory.store import owner_home, snapshot
 
-        fresh = built.replace("memory", snapshot(hermes_home(), self.config)[0])
+        fresh = built.replace("memory", snapshot(owner_home(hermes_home(), self.owner, self.config),
+                                                 self.config)[0])
         if fresh.text == old:
             return system_prompt
         self._prompt, self._cached_system_prompt = fresh, fresh.text

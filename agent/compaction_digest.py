@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from agent.messages import message_text
+from hermes_core.messages import message_text
 from agent.summary_messages import is_compaction_message, split_summary
-from agent.tokens import estimate_text_tokens
+from hermes_core.tokens import estimate_text_tokens
 
 DIGEST_ITEM_CHARS = 200
 HEADER = ("Automatic summary unavailable; extractive digest of {n} earlier messages "

@@ -26,15 +26,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from agent.compaction_digest import digest
-from agent.messages import message_text, safe_cut_index, tool_call_names
-from agent.tokens import PER_MESSAGE_OVERHEAD, estimate_message_tokens, estimate_text_tokens
+from hermes_core.messages import message_text, safe_cut_index, tool_call_names
+from hermes_core.tokens import PER_MESSAGE_OVERHEAD, estimate_message_tokens, estimate_text_tokens
 from agent.summary_messages import (  # noqa: F401 - re-exported: the compressor's vocabulary
     SUMMARY_ACK, SUMMARY_END, SUMMARY_MARKER, is_compaction_message, is_summary_ack,
     is_summary_message, last_compaction_index, place_summary, split_summary, summary_block,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent.config import CompressionConfig
+    from hermes_core.config import CompressionConfig
 
 SAME_OUTPUT_STUB = "[same output as an earlier call]"
 PRUNED_PREFIX = "[tool output pruned: "

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from agent.injection import scan_lines
+from hermes_core.injection import scan_lines
 
 HEAD_SHARE = 0.75  # of the cap kept from the start of a long file; the rest from its end
 _CHUNK = 1 << 20

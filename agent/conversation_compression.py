@@ -13,7 +13,7 @@ import threading
 from typing import Any, Optional
 
 from agent.persistence import CompactionRefused, StoreError
-from agent.tokens import estimate_messages_tokens_rough, estimate_text_tokens, estimate_tools_tokens
+from hermes_core.tokens import estimate_messages_tokens_rough, estimate_text_tokens, estimate_tools_tokens
 
 log = logging.getLogger(__name__)
 

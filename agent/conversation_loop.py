@@ -15,10 +15,9 @@ from agent.error_classifier import ClassifiedError, ErrorKind, classify_error
 from agent.provider_failures import describe
 from agent.providers.openai_compat import ModelReply, StreamInterrupted
 from agent.request_view import message_cap, request_messages
-from agent.tokens import (PER_MESSAGE_OVERHEAD, estimate_message_tokens,
-                          estimate_messages_tokens_rough,
-                          estimate_request_tokens_rough, estimate_text_tokens,
-                          estimate_tools_tokens, schema_tokens)
+from hermes_core.tokens import (PER_MESSAGE_OVERHEAD, estimate_message_tokens,
+                                estimate_messages_tokens_rough, estimate_request_tokens_rough,
+                                estimate_text_tokens, estimate_tools_tokens, schema_tokens)
 from agent.turn_context import TurnState
 
 log = logging.getLogger(__name__)
@@ -213,15 +212,21 @@ def run_loop(agent: Any, state: TurnState) -> dict:
                 continue
             state.messages.append(outcome.as_message())
             agent._persist_session(state.messages)
+            if getattr(agent, "lease_lost", None):  # the write was refused: the session moved on
+                raise Interrupted()
             if not outcome.tool_calls:
                 return results.normal_result(state, outcome.content or "")
             state.messages.extend(agent._run_tools(outcome.tool_calls, state))
             agent._persist_session(state.messages)
-            if agent._interrupt_event.is_set():
+            if agent._interrupt_event.is_set() or getattr(agent, "lease_lost", None):
                 raise Interrupted()
             pressure_gate(agent, state)
     except Interrupted:
         state.interrupted = True
-        state.stop_reason = "Interrupted by the user."
+        lost = getattr(agent, "lease_lost", None)
+        state.stop_reason = lost or "Interrupted by the user."
         agent._persist_session(state.messages)
-        return results.normal_result(state, None)
+        res = results.normal_result(state, None)
+        if lost:
+            res["lease_lost"] = True
+        return res

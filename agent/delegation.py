@@ -135,7 +135,7 @@ def child_provider(parent: Any, cfg: Any) -> dict[str, Any]:
 
 def last_text(messages: Optional[list[dict]]) -> str:
     """The last thing an assistant said in ``messages`` (what a stopped child had produced)."""
-    from agent.messages import content_text
+    from hermes_core.messages import content_text
 
     for m in reversed(messages or []):
         if m.get("role") == "assistant":
@@ -197,7 +197,8 @@ def build_child(parent: Any, task: Task, *, toolsets: list[str], ctx: Any,
         if db is None:
             raise RuntimeError("no session store")
         db.create_session(sid, source=PLATFORM, model=provider["model"],
-                          parent_session_id=parent.session_id, system_prompt=prompt)
+                          parent_session_id=parent.session_id, system_prompt=prompt,
+                          owner=getattr(parent, "owner", None))
     except Exception as exc:  # the child still runs; it gets its task in the message instead
         log.warning("could not store subagent session %s: %s", sid, exc)
         if task.context.strip():
@@ -209,6 +210,7 @@ def build_child(parent: Any, task: Task, *, toolsets: list[str], ctx: Any,
                     approval_callback=approval_from_parent(ctx), status_callback=status_callback,
                     # never more than the parent: its confinement and its policy for changes
                     confine_to=parent.confine_to, mutating_tools=parent.mutating_tools)
+    child.owner = getattr(parent, "owner", None)  # a chat user's child reaches only their data too
     _depths[child] = depth_of(parent) + 1
     return child, message
 
@@ -248,14 +250,14 @@ class _Notifier:
     """The parent's status callback, one line at a time, secrets masked (children call it too)."""
 
     def __init__(self, parent: Any) -> None:
-        from agent.redact import secret_values
+        from hermes_core.redact import secret_values
 
         self._callback = parent.status_callback
         self._secrets = secret_values([parent.api_key, parent.config.delegation.api_key])
         self._lock = threading.Lock()
 
     def __call__(self, kind: str, message: str) -> None:
-        from agent.redact import redact
+        from hermes_core.redact import redact
 
         message = redact(message, self._secrets)
         with self._lock:

@@ -37,6 +37,12 @@ class CompactionRefused(StoreError):
     """The compaction commit found the compression lock taken over: nothing was changed."""
 
 
+def _default_store() -> Any:
+    from hermes_state import SessionDB
+
+    return SessionDB()
+
+
 class SessionRecorder:
     """Which messages of the live history are in the store, under which row ids.
 
@@ -47,8 +53,16 @@ class SessionRecorder:
     """
 
     def __init__(self, db: Any, session_id: str, source: str, model: Callable[[], str],
-                 warn: Callable[[str], None]) -> None:
+                 warn: Callable[[str], None], fence: Callable[[], Any] = lambda: None,
+                 owner: Callable[[], Optional[str]] = lambda: None,
+                 open_store: Optional[Callable[[], Any]] = None) -> None:
+        """``fence()``: what this turn's writes must prove (a gateway worker's turn lease,
+        ``SessionDB.lock_fence``), or None. ``owner()``: whom a session created here belongs to."""
         self._db = None if db is False else db
+        self._open = open_store or _default_store
+        self._fence = fence
+        self._owner = owner
+        self.fenced: Optional[str] = None  # why writes stopped: the lease was lost mid-turn
         self._db_error: Optional[Exception] = None  # why the default store could not be opened
         if db is False:  # store nothing (the skill review's throwaway agent)
             self._db_error = RuntimeError("this agent stores nothing (session_db=False)")
@@ -60,6 +74,7 @@ class SessionRecorder:
     def start(self, session_id: str) -> None:
         """Point at a (possibly new) session; nothing of the previous one is carried over."""
         self.session_id = session_id
+        self.fenced = None
         self.known = False          # the session row exists in the store
         self.row_ids: list[Optional[int]] = []
         self.pending_usage = (0, 0)  # token counts that ride on the next write
@@ -72,9 +87,7 @@ class SessionRecorder:
     def db(self) -> Any:
         if self._db is None and self._db_error is None:
             try:
-                from hermes_state import SessionDB
-
-                self._db = SessionDB()
+                self._db = self._open()
             except Exception as exc:
                 self._db_error = exc
                 self._warn(f"Session store unavailable ({exc}); this conversation is not being saved. "
@@ -83,7 +96,8 @@ class SessionRecorder:
 
     def _ensure_row(self, db: Any) -> None:
         if not self.known:
-            db.create_session(self.session_id, source=self.source, model=self._model())
+            db.create_session(self.session_id, source=self.source, model=self._model(),
+                              owner=self._owner())
             self.known = True
 
     def load(self) -> tuple[list[dict], Optional[str]]:
@@ -118,14 +132,20 @@ class SessionRecorder:
             del self.row_ids[len(messages):]
             return
         db = self.db
-        if db is None:
+        if db is None or self.fenced:  # fenced: another worker owns the session now
             return
         pending = messages[len(self.row_ids):]
         rows = _with_tool_names(pending, messages[-len(pending) - 8:])
+        from hermes_state import LeaseLost
+
         try:
             self._ensure_row(db)
             usage, self.pending_usage = self.pending_usage, (0, 0)
-            ids = db.append_messages(self.session_id, rows, usage=usage)
+            ids = db.append_messages(self.session_id, rows, usage=usage, fence=self._fence())
+        except LeaseLost as exc:
+            self.fenced = f"This turn was stopped and its reply not saved: {exc}."
+            log.warning("session %s: %s", self.session_id, exc)
+            return
         except Exception as exc:
             self._warn(f"Could not save messages to the session store: {exc}")
             return
@@ -147,12 +167,17 @@ class SessionRecorder:
         if len(self.row_ids) < len(old):
             raise StoreError("the messages before the compaction could not be saved")
         replaced = [i for i in self.row_ids[:len(old)] if i is not None]
+        if self.fenced:
+            raise CompactionRefused(self.fenced)
         try:
-            from hermes_state import CompressionLockLost
+            from hermes_state import CompressionLockLost, LeaseLost
 
             self._ensure_row(db)
             ids = db.replace_active_messages(self.session_id, _with_tool_names(new, new), replaced,
-                                             lock_holder=lock_holder)
+                                             lock_holder=lock_holder, fence=self._fence())
+        except LeaseLost as exc:
+            self.fenced = f"This turn was stopped and its reply not saved: {exc}."
+            raise CompactionRefused(str(exc)) from exc
         except CompressionLockLost as exc:
             raise CompactionRefused(str(exc)) from exc
         except Exception as exc:

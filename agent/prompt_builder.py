@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from agent import context_files, memory_store
-from agent.tokens import estimate_text_tokens, schema_tokens
+from agent import context_files
+from tools.memory import store as memory_store
+from hermes_core.tokens import estimate_text_tokens, schema_tokens
 from agent.tool_selection import fit_tools, omitted_note, tool_name
 
 DEFAULT_IDENTITY = (
@@ -69,7 +70,7 @@ def join_parts(parts: list[PromptPart]) -> str:
 
 def skills_index(home: Path, config: Any = None) -> Optional[str]:
     """The skills part: names and one-line descriptions by category within ``skills.index_budget``."""
-    from agent.skills.index import prompt_part
+    from tools.skills.index import prompt_part
 
     return prompt_part(home, config) or None
 
@@ -93,15 +94,17 @@ def _context_part(files: list[context_files.ContextFile]) -> str:
 def build_prompt(home: Path, cwd: Path, *, tools: list[dict], toolset_of: Callable[[str], Optional[str]],
                  window: Optional[int] = None, config: Any = None, platform: str = "cli",
                  skip_context_files: bool = False, skip_memory: bool = False,
-                 explicit_toolsets: bool = False) -> BuiltPrompt:
-    """The system prompt and the tools to offer with it (fitted to a quarter of ``window``)."""
+                 explicit_toolsets: bool = False,
+                 memory_home: Optional[Path] = None) -> BuiltPrompt:
+    """The system prompt and the tools to offer with it (fitted to a quarter of ``window``).
+    ``memory_home``: whose memory files the snapshot reads (``memory_store.owner_home``)."""
     cap = context_cap(config, window)
     warnings: list[str] = []
     soul = context_files.load_soul(home, cap)
     files = [] if skip_context_files else context_files.load_context_files(cwd, home, cap)
     memory = ""
     if not skip_memory:
-        memory, notes = memory_store.snapshot(home, config)
+        memory, notes = memory_store.snapshot(memory_home or home, config)
         warnings += notes
     parts = [PromptPart("identity", soul.text if soul else DEFAULT_IDENTITY),
              PromptPart("guidance", ""),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from agent.tokens import estimate_message_tokens, estimate_text_tokens
+from hermes_core.tokens import estimate_message_tokens, estimate_text_tokens
 
 NO_REPLY = "(no reply: the previous turn did not complete)"
 MIN_CAP_TOKENS = 256  # a message is never cut below this

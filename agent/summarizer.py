@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any, Callable, Optional
 
-from agent.messages import message_text
+from hermes_core.messages import message_text
 
 SECTIONS = (
     "Goal",

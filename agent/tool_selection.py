@@ -11,9 +11,9 @@ from __future__ import annotations
 import copy
 from typing import Any, Optional
 
-from agent.config import ConfigError
-from agent.memory_store import enabled_targets
-from agent.tokens import estimate_text_tokens, schema_tokens
+from hermes_core.config import ConfigError
+from tools.memory.store import enabled_targets
+from hermes_core.tokens import estimate_text_tokens, schema_tokens
 from tools.registry import UnknownToolsetError, check_toolset_names
 
 NO_MEMORY_PLATFORMS = ("cron", "subagent")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from agent.conversation_compression import compression_skipped_due_to_lock, made_progress
-from agent.tokens import estimate_messages_tokens_rough, estimate_request_tokens_rough
+from hermes_core.tokens import estimate_messages_tokens_rough, estimate_request_tokens_rough
 
 
 @dataclass

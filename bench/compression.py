@@ -39,7 +39,7 @@ def synthetic(n: int) -> list[dict]:
 
 def part1() -> None:
     from agent.context_compressor import ContextCompressor
-    from agent.tokens import estimate_messages_tokens_rough
+    from hermes_core.tokens import estimate_messages_tokens_rough
 
     msgs = synthetic(2000)
     summary = "## Goal\nBenchmark.\n## Next steps\nContinue with the remaining items." * 5

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.config import HermesConfig  # noqa: E402
+from hermes_core.config import HermesConfig  # noqa: E402
 from cron.scheduler import Scheduler, plan  # noqa: E402
 from hermes_state import SessionDB  # noqa: E402
 

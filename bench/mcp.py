@@ -41,9 +41,9 @@ def delayed_server(delay: float) -> dict:
 
 def connect_time(servers: dict) -> float:
     """Seconds from manager start until every server is connected (tools registered)."""
-    from agent.config import hermes_home
-    from agent.mcp.config import parse_servers
-    from agent.mcp.manager import MCPManager
+    from hermes_core.config import hermes_home
+    from tools.mcp.config import parse_servers
+    from tools.mcp.manager import MCPManager
 
     parsed, errors = parse_servers(servers, os.environ)
     assert not errors, errors
@@ -125,7 +125,7 @@ async def direct_calls(n: int) -> list[float]:
 def registry_calls(n: int) -> list[float]:
     from types import SimpleNamespace
 
-    from agent.mcp.manager import shutdown_servers, start_servers
+    from tools.mcp.manager import shutdown_servers, start_servers
     from tools import registry
 
     start_servers(SimpleNamespace(mcp_servers={"s": {"command": sys.executable, "args": [SERVER]}}))

@@ -39,11 +39,11 @@ def make_skills(home: Path, n: int) -> None:
 
 
 def bench_prompt(runs: int) -> None:
-    from agent.config import HermesConfig
+    from hermes_core.config import HermesConfig
     from agent.prompt_builder import build_prompt
     from tools.registry import get_tool_definitions, get_toolset
-    from agent.skills import index, loader
-    from agent.tokens import estimate_text_tokens
+    from tools.skills import index, loader
+    from hermes_core.tokens import estimate_text_tokens
 
     cfg = HermesConfig()
     budget = cfg.skills.index_budget
@@ -84,7 +84,7 @@ def bench_prompt(runs: int) -> None:
 
 
 def bench_review(runs: int) -> None:
-    from agent.skills import review
+    from agent import skill_review as review
     from run_agent import AIAgent
     from tests.fake_provider import FakeProvider, text, tool_calls
 

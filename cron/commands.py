@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from cron.jobs import JobError, create_job, pause_job, remove_job, resolve_job, resume_job
+from cron.jobs import (JobError, create_job, list_jobs, pause_job, remove_job, resolve_job,
+                       resume_job)
+from cron.policy import RunPolicy
 from cron.schedule import split_schedule
 from cron.views import describe_job, job_lines, run_lines
 
@@ -18,45 +20,53 @@ USAGE = ("Usage: /cron [list] · /cron add <schedule> <prompt> · /cron pause|re
 
 
 def handle(db: Any, arg: str, *, cfg: Any, origin: Optional[dict[str, Any]] = None,
-           run: Optional[Callable[[dict[str, Any]], str]] = None) -> str:
-    """Do what ``/cron <arg>`` asks; every refusal comes back as text, never an exception."""
+           run: Optional[Callable[[dict[str, Any]], str]] = None, owner: Optional[str] = None,
+           policy: Optional[RunPolicy] = None) -> str:
+    """Do what ``/cron <arg>`` asks; every refusal comes back as text, never an exception.
+    ``owner``: a chat user (only their jobs); ``policy``: what their jobs' runs may do."""
     action, _, rest = (arg or "").strip().partition(" ")
     action, rest = action.lower() or "list", rest.strip()
     try:
         if action in ("list", "ls"):
-            return "\n".join(job_lines(db.list_cron_jobs()))
+            return "\n".join(job_lines(list_jobs(db, owner)))
         if action in ("add", "create", "new"):
             schedule, prompt = split_schedule(rest)
             if not schedule:
                 return "Start with a schedule. " + USAGE
-            job = create_job(db, prompt=prompt, schedule=schedule, origin=origin, cfg=cfg)
+            job = create_job(db, prompt=prompt, schedule=schedule, origin=origin, cfg=cfg,
+                             owner=owner, policy=policy)
             return "Created " + describe_job(job) + "."
         if action in ("pause", "resume", "remove", "rm", "delete", "run", "runs") and not rest:
             if action == "runs":
-                return "\n".join(run_lines(db.list_cron_runs(limit=10)))
+                mine = {j["id"] for j in list_jobs(db, owner)}
+                return "\n".join(run_lines([r for r in db.list_cron_runs(limit=200)
+                                            if r["job_id"] in mine][:10]))
             return f"Which job? /cron {action} <id or name>"
         if action == "pause":
-            job = pause_job(db, rest)
+            job = pause_job(db, rest, owner)
             return f"Paused job {job['id']} ({job.get('name')})."
         if action == "resume":
-            return "Resumed " + describe_job(resume_job(db, rest)) + "."
+            return "Resumed " + describe_job(resume_job(db, rest, owner=owner)) + "."
         if action in ("remove", "rm", "delete"):
-            job = remove_job(db, rest)
+            job = remove_job(db, rest, owner)
             return f"Removed job {job['id']} ({job.get('name')})."
         if action == "runs":
-            return "\n".join(run_lines(db.list_cron_runs(resolve_job(db, rest)["id"], limit=10)))
+            job_id = resolve_job(db, rest, owner)["id"]
+            return "\n".join(run_lines(db.list_cron_runs(job_id, limit=10)))
         if action == "run":
-            job = resolve_job(db, rest)
+            job = resolve_job(db, rest, owner)
             return run(job) if run is not None else "Running jobs by hand is not available here."
     except JobError as exc:
         return f"Cannot do that: {exc}"
     return USAGE
 
 
-def chat_command(db: Any, arg: str, origin: Optional[dict[str, Any]]) -> str:
-    """``/cron`` in a chat: jobs made here come back here; ``run`` goes to the gateway's scheduler
-    and answers at once (the result is delivered like a scheduled run)."""
-    from agent.config import load_config
+def chat_command(db: Any, arg: str, origin: Optional[dict[str, Any]], owner: Optional[str] = None,
+                 policy: Optional[RunPolicy] = None) -> str:
+    """``/cron`` in a chat: the chat user's own jobs (``owner``), made here and delivered here,
+    running under the gateway's limits (``policy``); ``run`` goes to the gateway's scheduler and
+    answers at once (the result is delivered like a scheduled run)."""
+    from hermes_core.config import load_config
     from cron.scheduler import active, background
 
     sched = active()
@@ -69,4 +79,4 @@ def chat_command(db: Any, arg: str, origin: Optional[dict[str, Any]]) -> str:
         return (f"Running job {job['id']} ({job.get('name')}) now (run {started['run_id']}); "
                 f"the answer goes to {where}.")
 
-    return handle(db, arg, cfg=cfg, origin=origin, run=run)
+    return handle(db, arg, cfg=cfg, origin=origin, run=run, owner=owner, policy=policy)

@@ -2,13 +2,12 @@
 job was created from), ``telegram`` (its home channel, ``TELEGRAM_HOME_CHANNEL``) or
 ``telegram:<chat_id>[:<thread_id>]``; several comma-separated.
 
-Parsing is pure. Sending takes a ``Sender``: inside the gateway it is the running Telegram adapter
-(``adapter_sender``), anywhere else the Bot API called directly (``bot_api_sender``, honouring
-``TELEGRAM_BASE_URL`` like the gateway does).
+Parsing is pure. Sending takes a ``Sender``: inside the gateway it is the running adapters
+(``gateway.delivery.adapter_sender``), anywhere else each platform plugin's own direct sender
+(``registered_sender``; Telegram's calls the Bot API, honouring ``TELEGRAM_BASE_URL``).
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import re
@@ -156,59 +155,20 @@ def deliver(targets: list[Target], origin: Optional[dict[str, Any]], text: str, 
 
 # -- senders ---------------------------------------------------------------------------------
 
-def _telegram_settings(cfg: Any) -> tuple[Optional[str], Optional[str]]:
-    section = (getattr(cfg, "gateway", None) or {}).get("telegram") if cfg is not None else None
-    section = section if isinstance(section, dict) else {}
-    token = os.environ.get("TELEGRAM_BOT_TOKEN") or section.get("token") or section.get("bot_token")
-    base = os.environ.get("TELEGRAM_BASE_URL") or section.get("base_url")
-    return token, base
-
-
-def bot_api_sender(cfg: Any = None) -> Sender:
-    """Send through the Telegram Bot API directly (``hermes cron tick``, the REPL, the CLI)."""
+def registered_sender(cfg: Any = None) -> Sender:
+    """Send through each platform's own plugin (``ctx.register_platform(name, ..., send=fn)``,
+    ``fn(cfg, chat_id, thread_id, text)``): how ``hermes cron tick``, the REPL and the CLI reach a
+    chat without a running gateway."""
     def send(platform: str, chat_id: str, thread_id: Optional[str], text: str) -> None:
-        if platform != "telegram":
-            raise DeliveryError(f"no way to send to {platform}")
-        token, base = _telegram_settings(cfg)
-        if not token:
-            raise DeliveryError("TELEGRAM_BOT_TOKEN is not set")
-        asyncio.run(_bot_send(token, base, chat_id, thread_id, text))
-    return send
+        from hermes_core.config import load_plugins
+        from hermes_core.plugin_api import REGISTRY
 
-
-async def _bot_send(token: str, base: Optional[str], chat_id: str, thread_id: Optional[str],
-                    text: str) -> None:
-    from telegram import Bot
-    from telegram.error import TelegramError
-
-    from gateway.platforms.telegram import split_message, telegram_api_urls
-
-    api, files = telegram_api_urls(base)
-    chat: int | str = int(chat_id) if chat_id.lstrip("-").isdigit() else chat_id
-    try:
-        async with Bot(token, base_url=api, base_file_url=files) as bot:
-            for piece in split_message(text):
-                await bot.send_message(chat_id=chat, text=piece,
-                                       message_thread_id=int(thread_id) if thread_id else None)
-    except TelegramError as exc:
-        raise DeliveryError(f"Telegram refused: {exc}") from None
-
-
-def adapter_sender(adapters: dict[str, Any], loop: asyncio.AbstractEventLoop,
-                   fallback: Optional[Sender] = None, timeout: float = 120) -> Sender:
-    """Send through the gateway's running adapters (called from a worker thread, never the loop)."""
-    def send(platform: str, chat_id: str, thread_id: Optional[str], text: str) -> None:
-        adapter = adapters.get(platform)
-        if adapter is None:
-            if fallback is None:
-                raise DeliveryError(f"{platform} is not running in this gateway")
-            fallback(platform, chat_id, thread_id, text)
-            return
-        from gateway.platforms.telegram import split_message
-
-        for piece in split_message(text, adapter.max_message_length):
-            sent = asyncio.run_coroutine_threadsafe(
-                adapter.send(chat_id, piece, thread_id=thread_id), loop).result(timeout)
-            if sent is None:
-                raise DeliveryError(f"{platform} did not accept the message (see gateway.log)")
+        if cfg is not None:
+            load_plugins(cfg)
+        reg = REGISTRY.get("platform", platform)
+        direct = reg.options.get("send") if reg is not None else None
+        if direct is None:
+            raise DeliveryError(f"no way to send to {platform}: no loaded platform plugin sends "
+                                "there (`hermes plugins list`)")
+        direct(cfg, chat_id, thread_id, text)
     return send

@@ -3,6 +3,8 @@
 Every surface (``hermes cron``, the ``cronjob`` tool, ``/cron``, the API) goes through these
 functions, so the same bad input is refused with the same words everywhere. Jobs live in the
 session store (``SessionDB.*_cron_job``); ``JobError`` is the one failure type, one line each.
+``owner`` (a chat user's ``"<platform>:<user id>"``; None: the owner, who sees all) scopes every
+lookup, and a job keeps its creator's ``policy`` (``cron.policy``).
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from cron import delivery
+from cron.policy import RunPolicy, delivery_problem, visible, workdir_problem
 from cron.schedule import Schedule, ScheduleError, first_run, get_zone, parse_schedule
 
 MAX_PROMPT_CHARS = 20_000
@@ -35,7 +38,7 @@ class AmbiguousJob(JobError):
 def _clean_prompt(prompt: Any) -> str:
     """A prompt runs unattended, again and again: one that looks like prompt injection or secret
     exfiltration (``agent.injection``, as for memory) is refused, not stored."""
-    from agent.injection import scan
+    from hermes_core.injection import scan
 
     if not isinstance(prompt, str) or not prompt.strip():
         raise JobError("the prompt is empty: say what the job should do")
@@ -82,7 +85,7 @@ def _clean_skills(skills: Any) -> list[str]:
         skills = [s for s in re.split(r"[,\s]+", skills) if s]
     if not isinstance(skills, (list, tuple)):
         raise JobError("skills must be a list of skill names")
-    from agent.skills.format import name_problem
+    from tools.skills.format import name_problem
 
     out: list[str] = []
     for s in skills:
@@ -95,16 +98,23 @@ def _clean_skills(skills: Any) -> list[str]:
     return out
 
 
-def _clean_workdir(workdir: Any) -> Optional[str]:
+def _clean_workdir(workdir: Any, policy: Optional[RunPolicy] = None) -> Optional[str]:
+    """An existing directory (resolved), inside the creator's confinement when there is one."""
     if workdir is None or (isinstance(workdir, str) and not workdir.strip()):
         return None
     path = Path(str(workdir)).expanduser()
+    if policy is not None and policy.confine_to and not path.is_absolute():
+        path = Path(policy.confine_to) / path  # relative, like the file tools: to the confinement
+    problem = workdir_problem(str(path), policy)
+    if problem:
+        raise JobError(problem)
     if not path.is_dir():
         raise JobError(f"workdir {str(path)!r} is not an existing directory")
     return str(path.resolve())
 
 
-def _clean_deliver(deliver: Any, origin: Optional[dict[str, Any]], cfg: Any) -> str:
+def _clean_deliver(deliver: Any, origin: Optional[dict[str, Any]], cfg: Any,
+                   owner: Optional[str] = None) -> str:
     if deliver is None or (isinstance(deliver, str) and not deliver.strip()):
         deliver = "origin" if origin else "local"
     if not isinstance(deliver, str):
@@ -114,6 +124,9 @@ def _clean_deliver(deliver: Any, origin: Optional[dict[str, Any]], cfg: Any) -> 
         delivery.check_home_channels(targets, cfg)
     except delivery.DeliveryError as exc:
         raise JobError(str(exc)) from None
+    problem = delivery_problem(targets, origin, owner)
+    if problem:
+        raise JobError(problem)
     return delivery.targets_text(targets)
 
 
@@ -130,7 +143,7 @@ def zone_name(cfg: Any) -> str:
     """The configured ``timezone`` (ConfigError when unknown), else the system's zone."""
     from cron.schedule import local_timezone_name
 
-    from agent.config import ConfigError
+    from hermes_core.config import ConfigError
 
     name = getattr(cfg, "timezone", None) or local_timezone_name()
     try:
@@ -143,8 +156,10 @@ def zone_name(cfg: Any) -> str:
 def create_job(db: Any, *, prompt: Any, schedule: Any, name: Any = None, deliver: Any = None,
                repeat: Any = None, skills: Any = None, workdir: Any = None,
                origin: Optional[dict[str, Any]] = None, cfg: Any = None,
-               now: Optional[float] = None) -> dict[str, Any]:
-    """Validate everything, then store the job with its first run computed (UTC)."""
+               now: Optional[float] = None, owner: Optional[str] = None,
+               policy: Optional[RunPolicy] = None) -> dict[str, Any]:
+    """Validate everything, then store the job with its first run computed (UTC), its ``owner``
+    and its creator's ``policy`` (None: the owner at the terminal made it)."""
     now = time.time() if now is None else now
     tz_name = zone_name(cfg)
     sched = _schedule(schedule, now, tz_name)
@@ -152,25 +167,32 @@ def create_job(db: Any, *, prompt: Any, schedule: Any, name: Any = None, deliver
     job = {
         "id": secrets.token_hex(4), "name": _clean_name(name, prompt), "prompt": prompt,
         "schedule": sched.text, "timezone": tz_name,
-        "deliver": _clean_deliver(deliver, origin, cfg), "origin": origin or None,
-        "skills": _clean_skills(skills), "workdir": _clean_workdir(workdir),
+        "deliver": _clean_deliver(deliver, origin, cfg, owner), "origin": origin or None,
+        "skills": _clean_skills(skills), "workdir": _clean_workdir(workdir, policy),
         "repeat": _clean_repeat(repeat, sched), "state": "scheduled",
         "next_run_at": first_run(sched, now, get_zone(tz_name)), "created_at": now,
+        "owner": owner, "policy": policy.as_json() if policy is not None else None,
     }
     while db.get_cron_job(job["id"]) is not None:  # 4 random bytes: a clash is rare, not impossible
         job["id"] = secrets.token_hex(4)
     return db.add_cron_job(job)
 
 
-def resolve_job(db: Any, ref: Any) -> dict[str, Any]:
-    """An id, or a name that only one job has."""
+def list_jobs(db: Any, owner: Optional[str] = None) -> list[dict[str, Any]]:
+    """The jobs ``owner`` may see (every job for the owner, None)."""
+    return [j for j in db.list_cron_jobs() if visible(j, owner)]
+
+
+def resolve_job(db: Any, ref: Any, owner: Optional[str] = None) -> dict[str, Any]:
+    """An id, or a name that only one job has, among the jobs ``owner`` may see (another chat
+    user's job reads exactly like one that does not exist)."""
     ref = str(ref or "").strip()
     if not ref:
         raise JobError("name a job by its id or name; `hermes cron list` shows them")
     job = db.get_cron_job(ref)
-    if job is not None:
+    if job is not None and visible(job, owner):
         return job
-    matches = db.find_cron_jobs(ref)
+    matches = [j for j in db.find_cron_jobs(ref) if visible(j, owner)]
     if len(matches) == 1:
         return matches[0]
     if matches:
@@ -180,9 +202,9 @@ def resolve_job(db: Any, ref: Any) -> dict[str, Any]:
 
 
 def update_job(db: Any, ref: Any, *, cfg: Any = None, now: Optional[float] = None,
-               **changes: Any) -> dict[str, Any]:
-    """Change any of ``EDITABLE``; a new schedule starts counting from now (and re-arms a
-    completed job)."""
+               owner: Optional[str] = None, **changes: Any) -> dict[str, Any]:
+    """Change any of ``EDITABLE`` of a job ``owner`` may see; a new schedule starts counting from
+    now (and re-arms a completed job). A new workdir stays inside the job's recorded policy."""
     unknown = set(changes) - set(EDITABLE)
     if unknown:
         raise JobError(f"cannot change {', '.join(sorted(unknown))}; editable: {', '.join(EDITABLE)}")
@@ -190,7 +212,7 @@ def update_job(db: Any, ref: Any, *, cfg: Any = None, now: Optional[float] = Non
     if not changes:
         raise JobError(f"nothing to change; give one of {', '.join(EDITABLE)}")
     now = time.time() if now is None else now
-    job = resolve_job(db, ref)
+    job = resolve_job(db, ref, owner)
     tz_name = job["timezone"]
     fields: dict[str, Any] = {}
     sched = Schedule.from_text(job["schedule"]) if "schedule" not in changes else \
@@ -200,11 +222,12 @@ def update_job(db: Any, ref: Any, *, cfg: Any = None, now: Optional[float] = Non
     if "name" in changes:
         fields["name"] = _clean_name(changes["name"], fields.get("prompt", job["prompt"]))
     if "deliver" in changes:
-        fields["deliver"] = _clean_deliver(changes["deliver"], job.get("origin"), cfg)
+        fields["deliver"] = _clean_deliver(changes["deliver"], job.get("origin"), cfg, owner)
     if "skills" in changes:
         fields["skills"] = _clean_skills(changes["skills"])
     if "workdir" in changes:
-        fields["workdir"] = _clean_workdir(changes["workdir"])
+        policy = RunPolicy.from_json(job.get("policy"))
+        fields["workdir"] = _clean_workdir(changes["workdir"], policy)
     if changes.get("repeat") in (0, "0"):  # edit: 0 means "forever again"
         fields["repeat"] = None
     elif "repeat" in changes or "schedule" in changes:
@@ -224,17 +247,18 @@ def update_job(db: Any, ref: Any, *, cfg: Any = None, now: Optional[float] = Non
     return db.update_cron_job(job["id"], **fields) or job
 
 
-def pause_job(db: Any, ref: Any) -> dict[str, Any]:
-    job = resolve_job(db, ref)
+def pause_job(db: Any, ref: Any, owner: Optional[str] = None) -> dict[str, Any]:
+    job = resolve_job(db, ref, owner)
     if job["state"] == "completed":
         raise JobError(f"job {job['id']} has finished; nothing to pause")
     return db.update_cron_job(job["id"], state="paused") or job
 
 
-def resume_job(db: Any, ref: Any, now: Optional[float] = None) -> dict[str, Any]:
+def resume_job(db: Any, ref: Any, now: Optional[float] = None,
+               owner: Optional[str] = None) -> dict[str, Any]:
     """Occurrences that fell while paused are skipped, not caught up; a one-shot whose time
     passed while paused runs at the next tick."""
-    job = resolve_job(db, ref)
+    job = resolve_job(db, ref, owner)
     if job["state"] == "scheduled":
         return job
     if job["state"] == "completed":
@@ -246,7 +270,7 @@ def resume_job(db: Any, ref: Any, now: Optional[float] = None) -> dict[str, Any]
                               next_run_at=first_run(sched, now, get_zone(job["timezone"]))) or job
 
 
-def remove_job(db: Any, ref: Any) -> dict[str, Any]:
-    job = resolve_job(db, ref)
+def remove_job(db: Any, ref: Any, owner: Optional[str] = None) -> dict[str, Any]:
+    job = resolve_job(db, ref, owner)
     db.delete_cron_job(job["id"])
     return job

@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional
 
+from hermes_core.files import atomic_write
 from cron import delivery
 from cron.schedule import ScheduleError, format_time, get_zone
 
@@ -47,8 +48,8 @@ def build_prompt(job: dict[str, Any], home: Path, cfg: Any = None) -> str:
     that is not installed raises ``LookupError``."""
     parts = [run_note(job)]
     if job.get("skills"):
-        from agent.skills import invoke, loader
-        from agent.skills.bundled import catalog
+        from tools.skills import invoke, loader
+        from tools.skills.bundled import catalog
 
         skills = catalog(home, cfg)
         for name in job["skills"]:
@@ -63,20 +64,36 @@ def build_prompt(job: dict[str, Any], home: Path, cfg: Any = None) -> str:
     return "\n\n".join(parts)
 
 
+def run_policy(run: dict[str, Any], cfg: Any) -> Optional[Any]:
+    """The limits the job's creator had (``cron.policy``). A job from before policies were
+    recorded that came from a chat gets the gateway's limits, never the owner's."""
+    from cron.policy import RunPolicy
+
+    policy = RunPolicy.from_json(run.get("policy"))
+    if policy is None and (run.get("origin") or {}).get("platform") in delivery.PLATFORMS:
+        from agent.tool_policy import run_policy as gateway_policy
+
+        policy = gateway_policy(cfg)
+    return policy
+
+
 def make_agent(run: dict[str, Any], cfg: Any, db: Any) -> Any:
-    """A fresh agent for one run, in the run's pre-chosen session."""
-    from agent.config import resolve_provider
+    """A fresh agent for one run, in the run's pre-chosen session, under its creator's policy;
+    ValueError when its working directory left the creator's confinement."""
+    from hermes_core.config import resolve_provider
+    from cron.policy import run_limits
     from run_agent import AIAgent
     from tools.registry import toolset_names
 
     ps = resolve_provider(cfg)
-    known = toolset_names()
-    return AIAgent(base_url=ps.base_url, api_key=ps.api_key, model=ps.model, provider=ps.provider,
-                   context_length=ps.context_length, config=cfg, platform="cron", session_db=db,
-                   session_id=run.get("session_id"), quiet_mode=True, skip_memory=True,
-                   disabled_toolsets=[t for t in NO_TOOLSETS if t in known],
-                   max_iterations=cfg.agent.max_turns,
-                   cwd=run.get("workdir") or None)
+    limits = run_limits(run_policy(run, cfg), run.get("workdir") or None, toolset_names(),
+                        NO_TOOLSETS)
+    agent = AIAgent(base_url=ps.base_url, api_key=ps.api_key, model=ps.model, provider=ps.provider,
+                    context_length=ps.context_length, config=cfg, platform="cron", session_db=db,
+                    session_id=run.get("session_id"), quiet_mode=True, skip_memory=True,
+                    max_iterations=cfg.agent.max_turns, **limits)
+    agent.owner = run.get("owner")  # its session is the job owner's (their session_search finds it)
+    return agent
 
 
 def _converse(agent: Any, prompt: str, timeout: float,
@@ -145,10 +162,7 @@ def write_output(path: Path, run: dict[str, Any], outcome: RunOutcome) -> None:
              f"- job: `{run['id']}` ({run.get('schedule')})", f"- scheduled: {when} ({run.get('trigger')})",
              f"- status: {outcome.status}", f"- session: `{run.get('session_id')}`", ""]
     lines.append(outcome.answer if outcome.answer is not None else f"**Failed:** {outcome.error}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
-    tmp.replace(path)
+    atomic_write(path, "\n".join(lines).rstrip() + "\n")
 
 
 def execute(run: dict[str, Any], *, db: Any, cfg: Any, sender: delivery.Sender, home: Path,
@@ -161,7 +175,7 @@ def execute(run: dict[str, Any], *, db: Any, cfg: Any, sender: delivery.Sender, 
         log.exception("cron run %s of job %s crashed", run.get("run_id"), run.get("id"))
         outcome = RunOutcome("failed", error=f"{type(exc).__name__}: {exc}")
     if outcome.error:
-        from agent.redact import redact, secret_values
+        from hermes_core.redact import redact, secret_values
 
         outcome.error = redact(outcome.error, secret_values())
     path = output_path(home, run)
@@ -187,7 +201,10 @@ def _run_agent(run: dict[str, Any], *, db: Any, cfg: Any, home: Path, timeout: f
         prompt = build_prompt(run, home, cfg)
     except (LookupError, OSError, ValueError) as exc:  # ValueError: a SKILL.md that is not UTF-8
         return RunOutcome("failed", error=str(exc))
-    agent = make_agent(run, cfg, db)
+    try:
+        agent = make_agent(run, cfg, db)
+    except ValueError as exc:  # e.g. the workdir now leads outside the creator's confinement
+        return RunOutcome("failed", error=str(exc))
     try:
         status, result, error = _converse(agent, prompt, timeout, cancel)
     finally:

@@ -100,12 +100,12 @@ class Scheduler:
 
     def __init__(self, db: Any, cfg: Any, *, sender: Optional[delivery.Sender] = None,
                  home: Optional[Path] = None, max_parallel: Optional[int] = None) -> None:
-        from agent.config import hermes_home
+        from hermes_core.config import hermes_home
 
         self.db = db
         self.cfg = cfg
         self.home = home or hermes_home()
-        self.sender = sender or delivery.bot_api_sender(cfg)
+        self.sender = sender or delivery.registered_sender(cfg)
         self.holder = holder_id()
         c = cfg.cron
         self.timeout = float(c.run_timeout)

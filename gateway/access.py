@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
-from agent.config import hermes_home
+from hermes_core.config import hermes_home
 
 CODE_TTL_SECONDS = 3600
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O/1/I: codes are read aloud and retyped
@@ -55,8 +55,8 @@ class PairingStore:
     def db(self) -> Any:
         """The SessionDB (opened on first use: the configured store, else ``<home>/state.db``)."""
         if self._db is None:
-            from hermes_state import SessionDB, configured_url
-            if self._explicit_home and not configured_url():
+            from hermes_state import SessionDB, env_url
+            if self._explicit_home and not env_url():
                 self._db = SessionDB(self.dir.parent / "state.db")
             else:
                 self._db = SessionDB()

@@ -183,7 +183,7 @@ def _positive(gateway_cfg: dict[str, Any], key: str) -> Optional[int]:
     except (TypeError, ValueError):
         value = 0
     if value < 1:
-        from agent.config import ConfigError
+        from hermes_core.config import ConfigError
 
         raise ConfigError(f"gateway.{key} must be a whole number >= 1 or 'auto', not {raw!r}")
     return value

@@ -17,11 +17,12 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-from agent.config import (ConfigError, config_path, hermes_home, load_config, load_env_file,
-                          read_raw_config)
-from agent.home import create_private_file, ensure_home, ensure_private_dir, write_env_var
+from hermes_core.files import atomic_write
+from hermes_core.config import (ConfigError, config_path, hermes_home, load_config, load_env_file,
+                                read_raw_config)
+from hermes_core.home import create_private_file, ensure_home, ensure_private_dir, write_env_var
 
 log = logging.getLogger("gateway")
 PRESTART_THREADS = 128  # turn threads started at warm-up; more start (off the event loop) as needed
@@ -82,12 +83,21 @@ def _merge_workers(data: dict[str, Any]) -> None:
     data.update(totals)
 
 
+_status_failures: dict[str, float] = {}  # what went wrong writing the status -> when last logged
+
+
 def _write_status(path: Optional[Path] = None, **fields: Any) -> None:
+    """Refresh the status file. It is a report, never a reason to stop: a failure (out of file
+    descriptors, a full disk) is logged once a minute per kind and the next refresh tries again."""
     target = path or status_path()
     data = {"pid": os.getpid(), "updated_at": time.time(), **fields}
-    tmp = target.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-    os.replace(tmp, target)
+    try:
+        atomic_write(target, json.dumps(data, indent=1, default=str))
+    except (OSError, ValueError, TypeError) as exc:
+        kind = f"{type(exc).__name__}:{getattr(exc, 'errno', '')}"
+        if time.monotonic() - _status_failures.get(kind, -1e9) >= 60:
+            _status_failures[kind] = time.monotonic()
+            log.warning("could not write %s (%s); retrying at the next refresh", target, exc)
 
 
 class _Redact(logging.Filter):
@@ -98,14 +108,15 @@ class _Redact(logging.Filter):
         self.secrets = [s for s in secrets_ if s and len(s) >= 6]
 
     def redact(self, text: str) -> str:
-        for s in self.secrets:
-            text = text.replace(s, "***")
-        return text
+        from hermes_core.redact import redact
+
+        return redact(text, self.secrets)  # the values, then URL passwords and key blocks
 
     def filter(self, record: logging.LogRecord) -> bool:
         msg = record.getMessage()
-        if any(s in msg for s in self.secrets):
-            record.msg, record.args = self.redact(msg), None
+        clean = self.redact(msg)
+        if clean != msg:
+            record.msg, record.args = clean, None
         # a traceback is text too: format it here, redacted, so handlers print this instead
         if record.exc_info and not record.exc_text:
             record.exc_text = _TRACEBACKS.formatException(record.exc_info)
@@ -216,6 +227,42 @@ def _ids(value: Any) -> set[str]:
     return {v.strip() for v in str(value or "").split(",") if v.strip()}
 
 
+def _connection_limits(api_cfg: dict[str, Any]) -> dict[str, Any]:
+    """``gateway.api_server.idle_timeout`` (seconds), ``max_connections``; junk stops start-up."""
+    from gateway.platforms.api_server.connections import DEFAULT_IDLE_TIMEOUT
+
+    out: dict[str, Any] = {}
+    settings = (("idle_timeout", float, DEFAULT_IDLE_TIMEOUT), ("max_connections", int, None))
+    for key, kind, default in settings:
+        raw = api_cfg.get(key, default)
+        try:
+            value = None if raw is None else kind(raw)
+        except (TypeError, ValueError):
+            value = -1
+        if value is not None and value <= 0:
+            raise ConfigError(f"gateway.api_server.{key} must be a positive number, not {raw!r}")
+        out[key] = value
+    return out
+
+
+def _quiet_loop_errors() -> Callable[[asyncio.AbstractEventLoop, dict[str, Any]], None]:
+    """The event loop's error handler: each distinct message (e.g. ``socket.accept() out of system
+    resource`` while descriptors run out, retried every second) is logged once a minute, not with
+    a traceback per retry."""
+    last: dict[str, float] = {}
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        message = str(context.get("message") or "event loop error")
+        exc = context.get("exception")
+        key = f"{message}:{type(exc).__name__}"
+        if time.monotonic() - last.get(key, -1e9) < 60:
+            return
+        last[key] = time.monotonic()
+        log.error("%s%s (repeats are not logged for a minute)", message, f": {exc}" if exc else "")
+
+    return handle
+
+
 async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
     from gateway.access import AccessControl, PairingStore
     from gateway.health import load_report, register_detailed
@@ -225,7 +272,7 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
 
     env, gw = os.environ, dict(cfg.gateway or {})
     api_cfg, tg_cfg = _section(gw, "api_server"), _section(gw, "telegram")
-    db = SessionDB()
+    db = SessionDB.from_config(cfg)
     adapters: list[Any] = []
     token = env.get("TELEGRAM_BOT_TOKEN") or tg_cfg.get("token") or tg_cfg.get("bot_token")
     if token and tg_cfg.get("enabled", True) and not args.no_telegram:
@@ -244,7 +291,7 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
     allowed = {"*": _ids(gw.get("allowed_users")), "telegram": _ids(tg_cfg.get("allowed_users"))}
     runner = GatewayRunner(
         session_db=db, agent_factory=default_agent_factory(cfg, db), adapters=adapters,
-        access=AccessControl(PairingStore(), config_allowed=allowed),
+        access=AccessControl(PairingStore(db=db), config_allowed=allowed),
         busy_policy=args.busy_policy or str(gw.get("busy_policy", "queue")),
         max_workers=turns.threads, turn_limit=turns.limit, max_cached_agents=int(gw.get("max_cached_agents", 1000)),
         lease_wait=lease_wait(gw))
@@ -252,7 +299,7 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
     if api_on:
         host, port = api_address(args, api_cfg)
         worker_header = {"X-Hermes-Worker": str(os.getpid())} if args.worker is not None else {}
-        api = APIServer(runner, host=host, port=port,
+        api = APIServer(runner, host=host, port=port, **_connection_limits(api_cfg),
                         key=_configured_key(api_cfg), max_body_bytes=int(api_cfg.get("max_body_bytes", DEFAULT_MAX_BODY)),
                         allowed_hosts=_list(api_cfg.get("allowed_hosts")),
                         cors_origins=_list(api_cfg.get("cors_origins")),
@@ -268,17 +315,19 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    loop.set_exception_handler(_quiet_loop_errors())
     platforms = [a.name for a in adapters] + (["api_server"] if api else [])
     started = time.time()
-    from agent.mcp.manager import shutdown_servers, start_servers
-    from cron.api import jobs_api
-    from cron.delivery import adapter_sender, bot_api_sender
+    from tools.mcp.manager import shutdown_servers, start_servers
+    from gateway.cron_api import jobs_api
+    from cron.delivery import registered_sender
+    from gateway.delivery import adapter_sender
     from cron.scheduler import Scheduler
 
     # one set of MCP servers per process, shared by every session; agents wait for them at their
     # first turn (up to connect_timeout), never at start-up
     start_servers(cfg)  # its news goes to the `hermes.mcp` logger, so into gateway.log
-    scheduler = Scheduler(db, cfg, sender=adapter_sender(runner.adapters, loop, bot_api_sender(cfg)))
+    scheduler = Scheduler(db, cfg, sender=adapter_sender(runner.adapters, loop, registered_sender(cfg)))
     from gateway.warmup import warm_up
 
     log.info("turn limit %d (%s), %d turn threads", turns.limit, turns.source, turns.threads)
@@ -297,7 +346,9 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
                                                   **roles()}))
     await runner.start()
     if api is not None:
-        await api.add_routes(jobs_api(scheduler)).start()
+        from agent.tool_policy import run_policy
+
+        await api.add_routes(jobs_api(scheduler, run_policy(cfg))).start()
     address = f"http://{api.host}:{api.port}" if api else None
     cron_task = asyncio.ensure_future(scheduler.serve(stop))
 
@@ -307,11 +358,13 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
     parent = os.getppid()
 
     def status(state: str) -> None:
-        _write_status(own_status, state=state, started_at=started, platforms=platforms, api_server=address,
-                      turns_completed=runner.turns_completed, cron=scheduler.status(),
-                      turns=runner.capacity.snapshot(), **roles(),
-                      platform_status=runner.platforms.snapshot(),
-                      **runner.session_counts())
+        try:  # a report: whatever goes wrong gathering it never stops the gateway
+            _write_status(own_status, state=state, started_at=started, platforms=platforms,
+                          api_server=address, turns_completed=runner.turns_completed,
+                          cron=scheduler.status(), turns=runner.capacity.snapshot(), **roles(),
+                          platform_status=runner.platforms.snapshot(), **runner.session_counts())
+        except Exception as exc:  # noqa: BLE001
+            log.warning("could not gather the gateway status: %s", exc)
 
     status("running")
     print(f"READY gateway pid={os.getpid()} platforms={','.join(platforms)}" + (f" api={address}" if address else ""),
@@ -381,7 +434,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.worker is None:
         pid_path().write_text(f"{os.getpid()}\n", encoding="utf-8")
     log.info("logging to %s", logfile)
-    from agent.config_keys import warning_lines
+    from hermes_core.config_keys import warning_lines
 
     for line in warning_lines(read_raw_config(), str(config_path())):  # typos, named once
         log.warning("%s", line)
@@ -414,7 +467,7 @@ def _one_process_store() -> Optional[str]:
     from hermes_state import SessionDB
 
     try:
-        db = SessionDB()
+        db = SessionDB.from_config(load_config())
     except Exception as exc:  # unreachable database, wrong password: the store's own one line
         return str(exc)
     try:

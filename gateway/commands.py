@@ -43,8 +43,13 @@ async def command(runner: "GatewayRunner", key: str, user_id: Optional[str], tex
             await reply(f"Current model: {current}. Use /model <name> to change it.")
     elif name == "/cron":
         from cron.commands import chat_command
+        from gateway.sessions import owner_of
+        from agent.tool_policy import run_policy
 
-        await reply(await asyncio.to_thread(chat_command, runner.db, arg, origin))
+        cfg = getattr(runner.agent_factory, "config", None)
+        policy = await asyncio.to_thread(run_policy, cfg) if cfg is not None else None
+        await reply(await asyncio.to_thread(chat_command, runner.db, arg, origin, owner_of(origin),
+                                            policy))
     elif name in ("/new", "/reset", "/usage", "/compress"):
         runner.spawn(_locked_command(runner, key, user_id, name, arg, reply), None)
     else:

@@ -14,6 +14,12 @@ thread of its own so the event loop never blocks, for at most ``gateway.turn_lea
 past that the turn is refused with ``LeaseTimeout`` (a ``SessionBusy``: HTTP 409 on the API, a short
 reply in chats). A turn running on another worker cannot be interrupted from here, so the busy policy
 ``interrupt`` waits too.
+
+The lease is fenced: a worker whose lock connection died (the database restarted, a backend was
+terminated) has lost it, maybe to another worker, without knowing. Every message write of its turn
+carries ``fence()`` and the store checks, in the write's own transaction, that our lock
+connection still holds the lock; if not, nothing is written and the turn ends as interrupted
+(the user's message, stored before the model was called, is kept).
 """
 from __future__ import annotations
 
@@ -55,7 +61,7 @@ def lease_wait(gateway_cfg: dict[str, Any]) -> float:
     except (TypeError, ValueError):
         value = -1.0
     if value < 0:
-        from agent.config import ConfigError
+        from hermes_core.config import ConfigError
 
         raise ConfigError(f"gateway.turn_lease_wait must be a number of seconds >= 0, not {raw!r}")
     return value
@@ -103,6 +109,12 @@ class TurnLeases:
         if not got:
             await loop.run_in_executor(self._threads, self._exit, held)
         return got
+
+    def fence(self, session_id: str) -> Any:
+        """What the turn's writes check while we hold the session's lease
+        (``SessionDB.lock_fence``): once our lock connection died the lease may be another
+        worker's, and the store refuses them (``LeaseLost``). None on an unshared store."""
+        return self.db.lock_fence(lease_name(session_id)) if self.shared else None
 
     async def release(self, held: Optional[ContextManager[bool]]) -> None:
         if held is not None:

@@ -59,7 +59,10 @@ def pairing_main(argv: Optional[list[str]] = None) -> int:
     rv.add_argument("platform")
     rv.add_argument("user_id")
     args = parser.parse_args(argv)
-    store = PairingStore()
+    from hermes_core.config import load_config
+    from hermes_state import SessionDB
+
+    store = PairingStore(db=SessionDB.from_config(load_config()))
     if args.cmd == "list":
         return _list(store, args.json)
     if args.cmd == "approve":

@@ -20,6 +20,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger("gateway.runner")
 
+LEASE_LOST = ("This gateway worker lost its hold on the conversation while answering (another "
+              "worker took it over), so this answer was dropped. Your message is kept; send it "
+              "again if it was not answered.")
 SOFT_DEFERRED = ("Compression is already running for this conversation, so I couldn't answer just now. "
                  "Nothing was lost; your next message will go through.")
 
@@ -73,6 +76,11 @@ async def react(runner: "GatewayRunner", st: "SessionState", req: "TurnRequest",
         text = ("This conversation grew too long to compress any further, so I've started a fresh session. "
                 f"The previous one is kept and searchable (session {old}). Reason: {why}")
         return TurnOutcome("exhausted", text, new, result, new_session_id=new)
+    if result.get("lease_lost"):  # another worker holds the session now: our agent is stale
+        log.warning("%s: turn lease lost mid-turn; its writes were refused", who)
+        runner.drop_agent(st)
+        await persist_user_message(runner, st, req)
+        return TurnOutcome("interrupted", LEASE_LOST, sid, result)
     if result.get("interrupted"):
         return TurnOutcome("interrupted", str(result.get("final_response") or ""), sid, result)
     if result.get("failed"):

@@ -40,7 +40,7 @@ from gateway.platform_start import PlatformStarter
 from gateway.platforms.base import MessageEvent, PlatformAdapter
 from gateway.reactions import (SOFT_DEFERRED, TurnOutcome, persist_user_message, react,  # noqa: F401
                                short_error)
-from gateway.sessions import SessionMap, key_for_event, new_session_id, platform_of
+from gateway.sessions import SessionMap, key_for_event, new_session_id, owner_of, platform_of
 from gateway.turn_threads import TurnThreads
 from gateway.turn_state import (REARM_SECONDS, STOPPED_BEFORE_START, KeyLocks, SessionBusy,  # noqa: F401
                                 SessionState, TurnHandle, TurnRequest)
@@ -67,11 +67,11 @@ def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFa
     """Agents for real: provider settings resolved once from config/env, one shared SessionDB (a
     throwaway turn passes its own ``store``).
 
-    Least privilege (gateway.tool_policy): the gateway's own toolsets (no terminal by default) and
+    Least privilege (agent.tool_policy): the gateway's own toolsets (no terminal by default) and
     file tools confined to its working directory, whoever is on the other side of the chat.
     """
-    from agent.config import load_config, resolve_provider
-    from gateway.tool_policy import gateway_toolsets, gateway_working_dir
+    from hermes_core.config import load_config, resolve_provider
+    from agent.tool_policy import gateway_toolsets, gateway_working_dir
 
     cfg = config if config is not None else load_config()
     from agent.providers.models import settle
@@ -204,7 +204,8 @@ class GatewayRunner:
             if adapter and text:
                 await self._send_long(adapter, event.chat_id, text, event.thread_id)
 
-        origin = {"platform": event.platform, "chat_id": event.chat_id, "thread_id": event.thread_id}
+        origin = {"platform": event.platform, "chat_id": event.chat_id,  # user_id: owner_of
+                  "thread_id": event.thread_id, "user_id": event.user_id}
         if event.text.startswith("/") and await command(self, key, event.user_id, event.text, reply,
                                                         origin=origin):
             return
@@ -336,6 +337,7 @@ class GatewayRunner:
         waited, so the caller follows it. A cached agent that missed turns another worker wrote is
         dropped: the next one loads the transcript from the store."""
         st.lease = await self.leases.take(st.sid)
+        st.fence = self.leases.fence(st.sid)
         try:
             current, mark = await asyncio.to_thread(
                 lambda: (self.sessions.lookup(key), self.sessions.mark(st.sid)))
@@ -354,7 +356,7 @@ class GatewayRunner:
 
     async def _give_back_lease(self, st: SessionState, remember: bool = True) -> None:
         """Release the lease, first noting where the store stands (what our cached agent has seen)."""
-        held, st.lease = st.lease, None
+        held, st.lease, st.fence = st.lease, None, None
         if held is None:
             return
         try:
@@ -527,6 +529,8 @@ class GatewayRunner:
                     agent.status_callback = on_status
                     agent.tool_progress_callback = req.tool_callback
                     agent.origin = req.origin  # a cronjob created in this turn is delivered back here
+                    agent.write_fence = st.fence  # writes stop if our turn lease is lost mid-turn
+                    agent.owner = owner_of(req.origin)  # a chat user reaches only their own data
                     if req.stop_requested:  # stopped while the agent was being made
                         return {"interrupted": True, "completed": False, "final_response": None}
                     return agent.run_conversation(req.text, system_message=req.system_message,

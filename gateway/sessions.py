@@ -45,6 +45,21 @@ def platform_of(key: str) -> str:
     return key.split(":", 1)[0]
 
 
+def owner_for(platform: str, user_id: Optional[str]) -> Optional[str]:
+    """Whose data a chat user's sessions, memory and jobs are: ``"<platform>:<user id>"``; None
+    for the API server (its key holder is the owner, who sees everything, like the CLI)."""
+    if platform == "api_server":
+        return None
+    return f"{_clean(platform)}:{user_id if user_id not in (None, '') else 'unknown'}"
+
+
+def owner_of(origin: Optional[dict[str, Any]]) -> Optional[str]:
+    """The owner a chat turn acts for, from its origin (``{platform, chat_id, user_id, …}``)."""
+    if not origin:
+        return None
+    return owner_for(str(origin.get("platform")), origin.get("user_id"))
+
+
 def new_session_id() -> str:
     from hermes_state import new_session_id as _new
 
@@ -100,8 +115,9 @@ class SessionMap:
         return row.get("source") in set(chat_platforms)
 
     def _bind_new(self, key: str, user_id: Optional[str], parent: Optional[str] = None) -> str:
-        sid = self.db.create_session(new_session_id(), source=platform_of(key), user_id=user_id,
-                                     parent_session_id=parent)
+        platform = platform_of(key)
+        sid = self.db.create_session(new_session_id(), source=platform, user_id=user_id,
+                                     parent_session_id=parent, owner=owner_for(platform, user_id))
         self.db.bind_session_key(key, sid)
         log.info("session key %s -> %s", key, sid)
         return sid

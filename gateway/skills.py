@@ -17,8 +17,8 @@ def _config(runner: Any) -> Any:
 
 async def expand(runner: Any, text: str) -> str:
     """The message to send: ``text`` with the skill attached when it starts with ``/<skill>``."""
-    from agent.config import hermes_home
-    from agent.skills import invoke
+    from hermes_core.config import hermes_home
+    from tools.skills import invoke
 
     if not text.lstrip().startswith("/"):
         return text
@@ -32,8 +32,8 @@ async def expand(runner: Any, text: str) -> str:
 
 def help_text(runner: Any) -> str:
     """The skills line of /help ('' when there are none)."""
-    from agent.config import hermes_home
-    from agent.skills.bundled import catalog
+    from hermes_core.config import hermes_home
+    from tools.skills.bundled import catalog
 
     try:
         names = catalog(hermes_home(), _config(runner)).names()
@@ -48,7 +48,7 @@ def help_text(runner: Any) -> str:
 
 def after_reply(agent: Any, result: dict, reply: Callable[[str], Awaitable[None]]) -> Optional[Any]:
     """Start the skill review once the reply is out; its line is sent to the chat from the loop."""
-    from agent.skills import review
+    from agent import skill_review as review
 
     if agent is None:
         return None
@@ -62,6 +62,6 @@ def after_reply(agent: Any, result: dict, reply: Callable[[str], Awaitable[None]
 
 def wait_for_reviews(timeout: float) -> bool:
     """Shutting down: give running reviews ``timeout`` seconds (their writes are atomic anyway)."""
-    from agent.skills import review
+    from agent import skill_review as review
 
     return review.wait(timeout)

@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any, Optional
 
-from agent.config import hermes_home
+from hermes_core.config import hermes_home
 
 
 def platforms_text(names: list[str], states: Optional[dict[str, Any]]) -> str:

@@ -50,6 +50,7 @@ class SessionState:
         self.deleted = False  # deleted through the API: its keys lead to a fresh session
         self.store: Any = None  # a throwaway turn's private in-memory store (nothing reaches state.db)
         self.lease: Any = None  # the cross-process turn lease while the lock's holder has it (gateway.lease)
+        self.fence: Any = None  # what the turn's writes prove while the lease is held
         self.seen_mark: Optional[int] = None  # store position when our last turn ended (shared stores)
         self.last_used = time.monotonic()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Optional
 
-from agent.config import HermesConfig, ProviderSettings, resolve_provider
+from hermes_core.config import HermesConfig, ProviderSettings, resolve_provider
 
 
 class CommandError(Exception):
@@ -44,10 +44,15 @@ def toolsets(args: Any) -> Optional[list[str]]:
     return names or None
 
 
-def open_db() -> Any:
+def open_db(cfg: Any = None) -> Any:
+    """The configured session store: the CLI reads config.yaml (the store never does)."""
     from hermes_state import SessionDB
 
-    return SessionDB()
+    if cfg is None:
+        from hermes_core.config import load_config
+
+        cfg = load_config()
+    return SessionDB.from_config(cfg)
 
 
 def resolve_session_arg(args: Any, db: Any) -> Optional[str]:

@@ -184,7 +184,7 @@ class ChatSession(SlashCommands):
             lambda: self.agent.run_conversation(text, stream_callback=self.r.on_delta))
         self.show_result(res, err, interrupted)
         if err is None and res:
-            from agent.skills import review
+            from agent import skill_review as review
 
             review.after_turn(self.agent, res, self._notice)
         return res
@@ -193,9 +193,9 @@ class ChatSession(SlashCommands):
     def skill_entries(self, max_age: float = 3.0) -> list[tuple[str, str]]:
         """(name, one-line description) of the skills `/<name>` invokes; re-read at most every
         ``max_age`` seconds (completion asks on every key press)."""
-        from agent.config import hermes_home
-        from agent.skills import format as fmt
-        from agent.skills.bundled import catalog
+        from hermes_core.config import hermes_home
+        from tools.skills import format as fmt
+        from tools.skills.bundled import catalog
 
         stamp, entries = self._skills_seen
         if time.monotonic() - stamp < max_age:
@@ -210,8 +210,8 @@ class ChatSession(SlashCommands):
 
     def invoke_skill(self, line: str) -> bool:
         """`/<skill> [text]`: send the message with the skill attached; False when no skill matches."""
-        from agent.config import hermes_home
-        from agent.skills import invoke
+        from hermes_core.config import hermes_home
+        from tools.skills import invoke
 
         hit = invoke.expand(line, hermes_home(), getattr(self.agent, "config", None))
         if hit is None:
@@ -267,7 +267,7 @@ def _show_notice(holder: dict, r: Renderer, line: str) -> None:
 
 def _finish_reviews(r: Renderer, timeout: float = 120.0) -> None:
     """Leaving the chat: let a running skill review finish (Ctrl+C skips it)."""
-    from agent.skills import review
+    from agent import skill_review as review
 
     if review.wait(0):
         return
@@ -281,8 +281,8 @@ def _finish_reviews(r: Renderer, timeout: float = 120.0) -> None:
 
 def run_repl(args: Any, cfg: Any) -> int:
     """`hermes` / `hermes chat` on a terminal."""
-    from agent.home import ensure_home
-    from agent.mcp.manager import shutdown_servers, start_servers
+    from hermes_core.home import ensure_home
+    from tools.mcp.manager import shutdown_servers, start_servers
     from hermes_cli.agent_factory import build_agent, local_notice, open_db, provider_settings, resolve_session_arg
 
     home = ensure_home()  # 0700: transcripts, keys and the prompt history live here
@@ -291,7 +291,7 @@ def run_repl(args: Any, cfg: Any) -> int:
     # still connecting (up to their connect_timeout), later news is printed between prompts
     mcp_news: "queue.SimpleQueue[tuple[str, str]]" = queue.SimpleQueue()
     mcp = start_servers(cfg, report=lambda kind, line: mcp_news.put((kind, line)))
-    db = open_db()
+    db = open_db(cfg)
     session_id = resolve_session_arg(args, db)
     holder: dict[str, Any] = {}
 

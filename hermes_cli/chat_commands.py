@@ -225,7 +225,7 @@ class SlashCommands:
         return True
 
     def cmd_mcp(self, arg: str) -> bool:
-        from agent.mcp.manager import get_manager
+        from tools.mcp.manager import get_manager
         from hermes_cli.mcp_cmd import mcp_status_rows, status_lines
 
         rows = mcp_status_rows(get_manager())
@@ -256,7 +256,7 @@ class SlashCommands:
     def _config(self) -> Any:
         cfg = getattr(self.agent, "config", None)
         if cfg is None:
-            from agent.config import load_config
+            from hermes_core.config import load_config
 
             cfg = load_config()
         return cfg

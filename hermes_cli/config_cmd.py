@@ -12,9 +12,10 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from agent.config import (ConfigError, config_path, env_path,
+from hermes_core.files import atomic_write
+from hermes_core.config import (ConfigError, config_path, env_path,
                           parse_config, read_raw_config)
-from agent.home import ensure_home, write_env_var  # noqa: F401 - write_env_var is re-exported
+from hermes_core.home import ensure_home, write_env_var  # noqa: F401 - write_env_var is re-exported
 
 # Dotted keys that hold secrets -> the environment variable the runtime reads them from.
 SECRET_KEYS = {
@@ -112,17 +113,11 @@ def write_config(data: dict, path: Optional[Path] = None) -> Path:
     file names endpoints and, in older installs, keys)."""
     import yaml
 
-    from agent.home import FILE_MODE, ensure_private_dir
+    from hermes_core.home import ensure_private_dir
 
     p = path or config_path()
-    ensure_private_dir(p.parent)
-    tmp = p.with_suffix(".yaml.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
-    os.chmod(tmp, FILE_MODE)
-    os.replace(tmp, p)
-    return p
+    ensure_private_dir(p.parent)  # HERMES_HOME private from the first byte (setup may create it)
+    return atomic_write(p, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
 
 
 def read_env_file() -> dict[str, str]:
@@ -135,11 +130,16 @@ def read_env_file() -> dict[str, str]:
 
 
 def _masked_tree(data: Any, prefix: str = "") -> Any:
+    """Secrets masked: values under secret-looking keys, and URL passwords anywhere (store.url)."""
+    from hermes_core.redact import redact_shapes
+
     if isinstance(data, dict):
         return {k: _masked_tree(v, f"{prefix}{k}.") for k, v in data.items()}
+    if isinstance(data, list):
+        return [_masked_tree(v, prefix) for v in data]
     if prefix and (is_secret(prefix[:-1]) or looks_secret(prefix[:-1])) and isinstance(data, str):
         return mask(data)
-    return data
+    return redact_shapes(data) if isinstance(data, str) else data
 
 
 def cmd_show(out=sys.stdout) -> int:
@@ -153,7 +153,7 @@ def cmd_show(out=sys.stdout) -> int:
     if env:
         out.write(f"# secrets in {env_path()}\n")
         for k, v in env.items():
-            out.write(f"{k}={mask(v) if looks_secret(k) else v}\n")
+            out.write(f"{k}={mask(v) if looks_secret(k) else _masked_tree(v)}\n")
     return 0
 
 
@@ -181,7 +181,9 @@ def cmd_get(key: str, out=sys.stdout, err=sys.stderr) -> int:
     if isinstance(value, (dict, list)):
         out.write(yaml.safe_dump(_masked_tree(value, key + "."), sort_keys=False))
     else:
-        out.write(("" if value is None else str(value).lower() if isinstance(value, bool) else str(value)) + "\n")
+        shown = "" if value is None else str(value)
+        shown = shown.lower() if isinstance(value, bool) else shown
+        out.write(_masked_tree(shown) + "\n")
     return 0
 
 
@@ -199,7 +201,7 @@ def check_gateway_values(gateway: Any) -> None:
 def cmd_set(key: str, text: str, out=sys.stdout, force: bool = False) -> int:
     """Set one dotted key; an unknown key (a typo) is refused unless ``force``, and the value must
     load (type, range, time zone) before anything is written."""
-    from agent.config_keys import key_problem
+    from hermes_core.config_keys import key_problem
 
     key = key.strip().strip(".")
     if not key or any(not part for part in key.split(".")):

@@ -60,7 +60,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent.config import load_config
+    from hermes_core.config import load_config
     from cron.jobs import JobError
     from hermes_cli.agent_factory import open_db
 

@@ -25,8 +25,8 @@ class Check:
 
 def check_config() -> tuple[Check, Any]:
     """Loads, and every key is one something reads (a typo is named with the closest key)."""
-    from agent.config import ConfigError, config_path, load_config, read_raw_config
-    from agent.config_keys import unknown_keys
+    from hermes_core.config_keys import unknown_keys
+    from hermes_core.config import ConfigError, config_path, load_config, read_raw_config
 
     p = config_path()
     try:
@@ -45,7 +45,7 @@ def check_config() -> tuple[Check, Any]:
 
 
 def check_env_file() -> Optional[Check]:
-    from agent.config import env_path
+    from hermes_core.config import env_path
 
     p = env_path()
     if not p.is_file():
@@ -58,8 +58,8 @@ def check_env_file() -> Optional[Check]:
 
 def check_permissions() -> Check:
     """HERMES_HOME 0700; the session store (and WAL/SHM) and logs 0600 (.env has its own check)."""
-    from agent.config import env_path, hermes_home
-    from agent.home import loose_permissions
+    from hermes_core.config import env_path, hermes_home
+    from hermes_core.home import loose_permissions
 
     loose = [item for item in loose_permissions() if item[0] != env_path()]
     if not loose:
@@ -94,8 +94,8 @@ def probe_models(base_url: str, api_key: Optional[str], timeout: float) -> tuple
 
 def check_provider(cfg: Any) -> tuple[Check, Any]:
     """What a run would use: the same resolution (and the same refusals) as `hermes` itself."""
-    from agent.config import ConfigError, resolve_provider
     from agent.providers.models import settle
+    from hermes_core.config import ConfigError, resolve_provider
 
     try:
         ps = resolve_provider(cfg)
@@ -117,11 +117,11 @@ def check_provider(cfg: Any) -> tuple[Check, Any]:
     return Check(OK if ok else FAIL, "provider", f"{where}: {detail}"), ps
 
 
-def check_database() -> Check:
+def check_database(cfg: Any) -> Check:
     try:
         from hermes_state import SessionDB
 
-        db = SessionDB()
+        db = SessionDB.from_config(cfg) if cfg is not None else SessionDB()
     except Exception as exc:  # noqa: BLE001
         return Check(FAIL, "session store", str(exc))
     where = db.label  # a path, or the PostgreSQL URL without its password
@@ -169,8 +169,8 @@ def check_local(ps: Any) -> Check:
 
 def check_skills(cfg: Any) -> Check:
     """Skills that do not load are named with the reason; the others still work."""
-    from agent.config import hermes_home
-    from agent.skills import loader
+    from hermes_core.config import hermes_home
+    from tools.skills import loader
 
     try:
         cat = loader.load(hermes_home(), cfg)
@@ -189,7 +189,7 @@ def check_skills(cfg: Any) -> Check:
 
 def check_plugins(cfg: Any) -> Check:
     """A plugin that fails to load is named with its error; the others still load."""
-    from agent.config import load_plugins
+    from hermes_core.config import load_plugins
 
     infos = load_plugins(cfg) if cfg is not None else []
     loaded = sum(1 for i in infos if i.loaded)
@@ -214,7 +214,7 @@ def run(args: Any = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) ->
     checks.append(check_permissions())  # before anything opens the store (which tightens it)
     pc, ps = check_provider(cfg)
     checks.append(pc)
-    checks.append(check_database())
+    checks.append(check_database(cfg))
     checks.append(check_local(ps))
     checks.append(check_skills(cfg))
     checks.append(check_plugins(cfg))

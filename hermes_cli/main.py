@@ -112,7 +112,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _load_config() -> Any:
-    from agent.config import load_config, load_env_file
+    from hermes_core.config import load_config, load_env_file
 
     load_env_file()
     return load_config()
@@ -123,8 +123,8 @@ def config_warnings(args: argparse.Namespace) -> list[str]:
     lists them itself, and junk YAML is the command's own one-line error."""
     if args.command == "doctor":
         return []
-    from agent.config import ConfigError, config_path, read_raw_config
-    from agent.config_keys import warning_lines
+    from hermes_core.config import ConfigError, config_path, read_raw_config
+    from hermes_core.config_keys import warning_lines
 
     try:
         return warning_lines(read_raw_config(), str(config_path()))
@@ -136,7 +136,7 @@ def dispatch(args: argparse.Namespace) -> int:
     cmd = args.command
     func = getattr(args, "func", None)
     if func is not None:  # commands bound with set_defaults(func=...)
-        from agent.config import load_env_file
+        from hermes_core.config import load_env_file
 
         load_env_file()
         return func(args)
@@ -153,19 +153,19 @@ def dispatch(args: argparse.Namespace) -> int:
 
         return skills_cmd.run(args)
     if cmd == "cron":
-        from agent.config import load_env_file
+        from hermes_core.config import load_env_file
         from hermes_cli import cron_cmd
 
         load_env_file()
         return cron_cmd.run(args)
     if cmd == "store":
-        from agent.config import load_env_file
+        from hermes_core.config import load_env_file
         from hermes_cli import store_cmd
 
         load_env_file()
         return store_cmd.run(args)
     if cmd == "config":
-        from agent.config import load_env_file
+        from hermes_core.config import load_env_file
         from hermes_cli import config_cmd
 
         load_env_file()
@@ -175,13 +175,13 @@ def dispatch(args: argparse.Namespace) -> int:
 
         return setup.run(args)
     if cmd == "mcp":
-        from agent.config import load_env_file
+        from hermes_core.config import load_env_file
         from hermes_cli import mcp_cmd
 
         load_env_file()
         return mcp_cmd.run(args)
     if cmd == "doctor":
-        from agent.config import load_env_file
+        from hermes_core.config import load_env_file
         from hermes_cli import doctor
 
         load_env_file()
@@ -244,7 +244,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             import traceback
 
             traceback.print_exc()
-        from agent.config import ConfigError
+        from hermes_core.config import ConfigError
         from tools.registry import UnknownToolsetError
 
         usage = type(exc).__name__ == "UsageError"

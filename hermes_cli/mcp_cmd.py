@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any, Optional
 
-from agent.config import ConfigError, config_path, read_raw_config
+from hermes_core.config import ConfigError, config_path, read_raw_config
 
 STATUS_MARK = {"connected": "✓", "failed": "✗", "invalid": "✗", "disabled": "-", "connecting": "…",
                "reconnecting": "…", "stopped": "-"}
@@ -110,7 +110,7 @@ def entry_from_args(args: Any) -> dict:
 
 
 def cmd_add(args: Any) -> int:
-    from agent.mcp.config import MCPConfigError, parse_server
+    from tools.mcp.config import MCPConfigError, parse_server
     from hermes_cli.config_cmd import write_config
 
     name = args.name.strip()
@@ -129,7 +129,7 @@ def cmd_add(args: Any) -> int:
     servers[name] = entry
     raw["mcp_servers"] = servers
     path = write_config(raw)
-    from agent.mcp.config import display_url
+    from tools.mcp.config import display_url
 
     kind = (f"stdio: {' '.join([args.server_command, *args.server_args])}" if args.server_command
             else f"{args.transport or 'http'}: {display_url(args.url)}")
@@ -171,8 +171,8 @@ def _connect(servers: list, force: bool = False) -> Any:
     """A manager for these servers that registers nothing; waits until each connected or failed."""
     from dataclasses import replace
 
-    from agent.config import hermes_home
-    from agent.mcp.manager import MCPManager
+    from hermes_core.config import hermes_home
+    from tools.mcp.manager import MCPManager
 
     def warn(kind: str, line: str) -> None:
         if kind == "warning":  # tools left out; a failure to connect is shown once by the caller
@@ -186,7 +186,7 @@ def _connect(servers: list, force: bool = False) -> Any:
 
 
 def _load_entries() -> tuple[list, dict[str, str], dict[str, Any]]:
-    from agent.mcp.config import MCPConfigError, parse_server
+    from tools.mcp.config import MCPConfigError, parse_server
 
     section = _servers_section(read_raw_config())
     servers, invalid = [], {}
@@ -199,7 +199,7 @@ def _load_entries() -> tuple[list, dict[str, str], dict[str, Any]]:
 
 
 def cmd_list(json_out: bool = False, connect: bool = True) -> int:
-    from agent.mcp.manager import MCPManager
+    from tools.mcp.manager import MCPManager
 
     servers, invalid, _ = _load_entries()
     if connect and any(s.enabled for s in servers):
@@ -245,7 +245,7 @@ def status_lines(rows: list[dict]) -> list[str]:
 
 
 def cmd_test(name: str) -> int:
-    from agent.mcp.config import MCPConfigError, display_url, parse_server
+    from tools.mcp.config import MCPConfigError, display_url, parse_server
 
     section = _servers_section(read_raw_config())
     if name not in section:
@@ -256,8 +256,10 @@ def cmd_test(name: str) -> int:
     except MCPConfigError as exc:
         sys.stderr.write(f"hermes: error: {exc}\n")
         return 2
-    target = (" ".join([server.command or "", *server.args]) if server.transport == "stdio"
-              else display_url(server.url or ""))
+    from hermes_core.redact import redact
+
+    target = redact(" ".join([server.command or "", *server.args]) if server.transport == "stdio"
+                    else display_url(server.url or ""), server.secrets())
     print(f"Connecting to {name} ({server.transport}: {target}) …", flush=True)
     manager = _connect([server], force=True)
     try:

@@ -14,10 +14,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
-from agent import memory_format as fmt
-from agent import memory_store as store
-from agent.config import hermes_home, load_config
-from agent.injection import scan
+from tools.memory import format as fmt
+from tools.memory import store as store
+from hermes_core.config import hermes_home, load_config
+from hermes_core.injection import scan
 
 
 def add_parser(sub: Any) -> None:

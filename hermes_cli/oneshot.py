@@ -108,11 +108,11 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
     from hermes_cli.agent_factory import build_agent, local_notice, provider_settings, resolve_session_arg, open_db
 
     notes = _early_notes(args, local_notice(provider_settings(args, cfg)), quiet)
-    from agent.mcp.manager import shutdown_servers, start_servers
+    from tools.mcp.manager import shutdown_servers, start_servers
     # MCP servers connect while the agent is built; its first turn waits for them (each up to its
     # connect_timeout), so a one-shot answer can use their tools
     start_servers(cfg, report=_mcp_report(notes))
-    db = open_db()
+    db = open_db(cfg)
     session_id = resolve_session_arg(args, db)
 
     renderer = None
@@ -195,8 +195,8 @@ def _with_skill(message: str, cfg: Any, quiet: bool) -> str:
         return message
     if message.lstrip().startswith("//"):  # as in the chat: '//' sends a leading '/' as typed
         return message.lstrip()[1:]
-    from agent.config import hermes_home
-    from agent.skills import invoke
+    from hermes_core.config import hermes_home
+    from tools.skills import invoke
 
     hit = invoke.expand(message, hermes_home(), cfg)
     missing = invoke.not_found(message, hermes_home(), cfg) if hit is None else None
@@ -216,7 +216,7 @@ def _with_skill(message: str, cfg: Any, quiet: bool) -> str:
 
 def _finish_review(agent: Any, res: Optional[dict], quiet: bool, timeout: float = 120.0) -> None:
     """The answer is out; a due skill review runs now, before the process exits (stderr only)."""
-    from agent.skills import review
+    from agent import skill_review as review
 
     started = review.after_turn(agent, res)
     if started is None:

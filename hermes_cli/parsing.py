@@ -32,9 +32,9 @@ def positive_int(text: str) -> int:
 
 
 def provider_name(text: str) -> str:
-    """An argparse type: a provider of agent.providers.catalog (aliases allowed), else a usage
+    """An argparse type: a provider of hermes_core.provider_table (aliases allowed), else a usage
     error listing the known ones."""
-    from agent.providers.catalog import UnknownProvider, lookup
+    from hermes_core.provider_table import UnknownProvider, lookup
 
     try:
         info = lookup(text)
@@ -44,7 +44,7 @@ def provider_name(text: str) -> str:
 
 
 def provider_help() -> str:
-    from agent.providers.catalog import known_names
+    from hermes_core.provider_table import known_names
 
     return f"{known_names()} (default: worked out from what is configured)"
 

@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any
 
-from agent.config import load_config, load_plugins, read_raw_config
+from hermes_core.config import load_config, load_plugins, read_raw_config
 
 
 def add_parser(sub: Any) -> None:

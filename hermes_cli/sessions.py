@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Optional, TextIO
 
 
-from agent.messages import content_text as _content_text
+from hermes_core.messages import content_text as _content_text
 from hermes_cli.agent_factory import CommandError, UsageError, open_db
 from hermes_cli.confirm import check_can_ask as _check_can_ask
 from hermes_cli.confirm import confirm as _confirm

@@ -12,8 +12,9 @@ import sys
 from typing import Any, Callable, Optional
 from urllib.parse import urlsplit
 
-from agent.config import ConfigError, config_path, parse_config, read_raw_config
-from agent.providers import catalog, models
+from agent.providers import models
+from hermes_core import provider_table as catalog
+from hermes_core.config import ConfigError, config_path, parse_config, read_raw_config
 from hermes_cli.config_cmd import mask, write_config, write_env_var
 
 SETUP_TIMEOUT = float(os.environ.get("HERMES_SETUP_TIMEOUT", "5"))

@@ -12,8 +12,8 @@ from hermes_cli.agent_factory import CommandError
 
 
 def _home_and_config() -> tuple[Any, Any]:
-    from agent.config import hermes_home, load_config
-    from agent.skills.bundled import ensure_installed
+    from hermes_core.config import hermes_home, load_config
+    from tools.skills.bundled import ensure_installed
 
     home = hermes_home()
     ensure_installed(home)  # the first use of HERMES_HOME may be this command
@@ -28,8 +28,8 @@ def _flags(skill: Any, reason: str = "") -> str:
 
 
 def _list(home: Any, cfg: Any, args: Any, out: TextIO) -> int:
-    from agent.skills import format as fmt
-    from agent.skills import loader
+    from tools.skills import format as fmt
+    from tools.skills import loader
 
     cat = loader.load(home, cfg)
     rows = [(s, "") for s in cat.skills] + list(cat.skipped)
@@ -60,8 +60,8 @@ def _list(home: Any, cfg: Any, args: Any, out: TextIO) -> int:
 
 
 def _show(home: Any, cfg: Any, args: Any, out: TextIO) -> int:
-    from agent.skills import loader
-    from agent.skills.store import SkillStore
+    from tools.skills import loader
+    from tools.skills.store import SkillStore
 
     skill = SkillStore(home, cfg, actor="cli").find(args.name)
     out.write(loader.read_text(skill.skill_md).rstrip("\n") + "\n")
@@ -75,7 +75,7 @@ def _when(ts: float) -> str:
 
 
 def _history(home: Any, cfg: Any, args: Any, out: TextIO) -> int:
-    from agent.skills import history, loader
+    from tools.skills import history, loader
 
     versions = history.versions(loader.skills_dir(home), args.name)
     if args.json:
@@ -96,7 +96,7 @@ def _history(home: Any, cfg: Any, args: Any, out: TextIO) -> int:
 
 
 def run(args: Any, out: TextIO = sys.stdout) -> int:
-    from agent.skills.store import SkillStore, SkillStoreError
+    from tools.skills.store import SkillStore, SkillStoreError
 
     action = getattr(args, "skills_action", None) or "list"
     home, cfg = _home_and_config()

@@ -38,7 +38,7 @@ def run(args: Any) -> int:
 
 
 def _migrate(args: Any) -> int:
-    from agent.config import hermes_home
+    from hermes_core.config import hermes_home
     from hermes_state import redact_url
     from hermes_state.common import is_postgres_url
     from hermes_state.transfer import TransferError, copy_store
@@ -64,8 +64,8 @@ def _migrate(args: Any) -> int:
 
 
 def _status(as_json: bool) -> int:
-    from hermes_state import SessionDB
-    with SessionDB() as db:
+    from hermes_cli.agent_factory import open_db
+    with open_db() as db:
         info = {"backend": db.backend, "location": db.label, "schema_version": db.schema_version(),
                 "sessions": db.count_sessions(), "pool": db.pool_stats()}
     if as_json:

@@ -8,10 +8,11 @@ the mixins (``sessions``, ``messages``, ``search``, ``locks``, ``cron_store``, `
 """
 from __future__ import annotations
 
-from .common import (PREVIEW_CHARS, CompressionLockLost, SessionDBError, configured_url,
+from .common import (PREVIEW_CHARS, CompressionLockLost, LeaseLost, SessionDBError, env_url,
                      holder_is_dead, machine_id, new_session_id, redact_url)
 from .sqlite_schema import MIGRATIONS
 from .store import SessionDB
 
-__all__ = ["SessionDB", "SessionDBError", "CompressionLockLost", "MIGRATIONS", "PREVIEW_CHARS",
-           "holder_is_dead", "machine_id", "new_session_id", "configured_url", "redact_url"]
+__all__ = ["SessionDB", "SessionDBError", "CompressionLockLost", "LeaseLost",
+           "MIGRATIONS", "PREVIEW_CHARS",
+           "holder_is_dead", "machine_id", "new_session_id", "env_url", "redact_url"]

@@ -35,6 +35,23 @@ def unusable(message: str) -> SessionDBError:
     return exc
 
 
+# A NUL byte in text: PostgreSQL's TEXT cannot hold one, so on both backends every text value a
+# statement sends has it replaced by U+FFFD (one message with a NUL used to stop every later save
+# of its session). JSON columns are unaffected: json.dumps writes it as \u0000, which round-trips.
+NUL_REPLACEMENT = "\ufffd"
+
+
+def clean_params(params: Iterable[Any]) -> tuple[Any, ...]:
+    """``params`` with NUL bytes in strings replaced (``NUL_REPLACEMENT``); the rest as given."""
+    return tuple(p.replace("\x00", NUL_REPLACEMENT) if isinstance(p, str) and "\x00" in p else p
+                 for p in params)
+
+
+class LeaseLost(RuntimeError):
+    """A fenced write found that this process no longer holds the named lock (its lock
+    connection died and another worker may hold it now): nothing was written."""
+
+
 class CompressionLockLost(RuntimeError):
     """A fenced compaction found the session's compression lock no longer names its holder."""
 
@@ -87,7 +104,7 @@ def message_rows(rows: Iterable[Any]) -> list[dict[str, Any]]:
     return out
 
 
-# How a skill invocation is stored (agent.skills.invoke.message builds it from these): the
+# How a skill invocation is stored (tools.skills.invoke.message builds it from these): the
 # preview of such a message is what the user typed, not the skill's text.
 SKILL_HEAD = '[The user invoked the skill "{name}" with /{name}.'
 SKILL_END = '[End of skill "{name}"]'
@@ -203,29 +220,7 @@ def scrub(text: str, url: str) -> str:
     return text.replace(password, "***") if password else text
 
 
-def configured_url() -> Optional[str]:
-    """``HERMES_DATABASE_URL`` (wins), else ``store.url`` of config.yaml, else None (SQLite).
-
-    A config.yaml that cannot be read counts as "not configured" here; the commands that load
-    the whole config report it.
-    """
-    env = os.environ.get("HERMES_DATABASE_URL", "").strip()
-    if env:
-        return env
-    from agent.config import ConfigError, read_raw_config
-    try:
-        store = read_raw_config().get("store")
-    except ConfigError:
-        return None
-    url = store.get("url") if isinstance(store, dict) else None
-    return str(url).strip() or None if url else None
-
-
-def configured_pool_size(default: int = 10) -> int:
-    """``store.pool_size`` of config.yaml (PostgreSQL connections per process)."""
-    from agent.config import ConfigError, read_raw_config
-    try:
-        store = read_raw_config().get("store")
-        return max(1, int(store.get("pool_size", default))) if isinstance(store, dict) else default
-    except (ConfigError, TypeError, ValueError):
-        return default
+def env_url() -> Optional[str]:
+    """``HERMES_DATABASE_URL``, or None. The store reads no config file: callers that have a
+    config hand its ``store`` section over (``SessionDB.from_config``)."""
+    return os.environ.get("HERMES_DATABASE_URL", "").strip() or None

@@ -21,8 +21,8 @@ class CronMixin:
 
     CRON_JOB_COLUMNS = ("name", "prompt", "schedule", "timezone", "deliver", "origin", "skills",
                         "workdir", "repeat", "run_count", "state", "next_run_at", "last_run_at",
-                        "last_status", "last_failure")
-    _CRON_JSON = ("origin", "skills")
+                        "last_status", "last_failure", "owner", "policy")
+    _CRON_JSON = ("origin", "skills", "policy")
 
     @classmethod
     def _cron_row(cls, row: Optional[Any]) -> Optional[dict[str, Any]]:

@@ -73,17 +73,21 @@ class MessagesMixin:
         return self._write(lambda c: self._insert_messages(c, session_id, [msg]))[0]
 
     def append_messages(self, session_id: str, messages: list[dict[str, Any]],
-                        usage: Optional[tuple[int, int]] = None) -> list[int]:
+                        usage: Optional[tuple[int, int]] = None, fence: Any = None) -> list[int]:
         """Persist OpenAI-format message dicts in one transaction (all or nothing).
 
         ``usage`` (prompt, completion tokens) is added to the session's counters in the same
-        transaction, sparing the agent a second write per turn.
+        transaction, sparing the agent a second write per turn. ``fence`` (``lock_fence``) is
+        checked in that transaction: ``LeaseLost`` and nothing written once its lock was lost.
         """
         if not messages:
             return []
 
-        return self._write(lambda c: self._insert_messages(c, session_id, list(messages),
-                                                           usage=usage))
+        def tx(c: Any) -> list[int]:
+            if fence is not None:
+                fence.check(c)
+            return self._insert_messages(c, session_id, list(messages), usage=usage)
+        return self._write(tx)
 
     def get_messages(self, session_id: str, include_inactive: bool = False) -> list[dict[str, Any]]:
         """Stored rows in conversation order. A corrupt tool_calls column comes back as raw text."""
@@ -123,7 +127,7 @@ class MessagesMixin:
 
     def replace_active_messages(self, session_id: str, new_messages: list[dict[str, Any]],
                                 replaced_ids: Iterable[int], *,
-                                lock_holder: Optional[str] = None) -> list[int]:
+                                lock_holder: Optional[str] = None, fence: Any = None) -> list[int]:
         """Persist a compaction in place, in one transaction, deleting nothing.
 
         Exactly the rows ``replaced_ids`` (those the compacting agent read or wrote) become
@@ -137,6 +141,8 @@ class MessagesMixin:
         replaced = sorted({int(i) for i in replaced_ids})
 
         def tx(c: Any) -> list[int]:
+            if fence is not None:  # the turn lease (``append_messages``)
+                fence.check(c)
             if lock_holder is not None:
                 row = c.execute("SELECT holder FROM compression_locks WHERE session_id = ?"
                                 + self._b.FOR_UPDATE, (session_id,)).fetchone()

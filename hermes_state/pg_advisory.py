@@ -13,16 +13,36 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterator, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Optional
 
 import psycopg
 
-from .common import logger
+from .common import LeaseLost, logger
 
 POLL_FIRST = 0.02  # seconds between tries while waiting; doubles up to POLL_MAX
 POLL_MAX = 0.25
 _TRY = "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))"
 _UNLOCK = "SELECT pg_advisory_unlock(hashtextextended(%s, 0))"
+# Is the lock of this name held by that backend? (a bigint key is classid = high, objid = low half)
+_HELD = ("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1"
+         " AND pid = ? AND classid::bigint = ((hashtextextended(?, 0) >> 32) & 4294967295)"
+         " AND objid::bigint = (hashtextextended(?, 0) & 4294967295)")
+
+
+@dataclass(frozen=True)
+class LockFence:
+    """Proof, checked inside a write transaction, that the lock ``name`` is still held by the
+    backend (``pid``) that took it: a lock connection that died lost the lock, and another
+    worker may have it now, so the write must not happen."""
+
+    name: str
+    pid: int
+
+    def check(self, tx: Any) -> None:
+        if tx.execute(_HELD, (self.pid, self.name, self.name)).fetchone() is None:
+            raise LeaseLost(f"the lock {self.name!r} was lost (its database connection ended); "
+                            "another worker may hold it now")
 
 
 class AdvisoryLocks:
@@ -34,7 +54,7 @@ class AdvisoryLocks:
         self._failed = failed  # turns a driver error into the store's own (URL without password)
         self._conn: Optional[psycopg.Connection] = None
         self._mutex = threading.Lock()  # one statement at a time on the shared connection
-        self._held: set[str] = set()
+        self._held: dict[str, int] = {}  # name -> backend pid of the connection holding it
         self._released = threading.Condition(threading.Lock())
 
     def _connection(self) -> psycopg.Connection:
@@ -52,16 +72,23 @@ class AdvisoryLocks:
                 return False
             try:
                 with self._mutex:
-                    got = bool(self._connection().execute(_TRY, (name,)).fetchone()[0])
+                    conn = self._connection()
+                    got = bool(conn.execute(_TRY, (name,)).fetchone()[0])
             except psycopg.OperationalError as exc:  # asked again, it reconnects
                 raise self._failed(exc) from None
             if got:
-                self._held.add(name)
+                self._held[name] = conn.info.backend_pid
             return got
+
+    def fence(self, name: str) -> Optional[LockFence]:
+        """A ``LockFence`` for a lock this process holds, else None."""
+        with self._released:
+            pid = self._held.get(name)
+        return None if pid is None else LockFence(name, pid)
 
     def _release(self, name: str) -> None:
         with self._released:
-            self._held.discard(name)
+            self._held.pop(name, None)
             self._released.notify_all()
             with self._mutex:
                 conn = self._conn

@@ -21,7 +21,8 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .common import SessionDBError, configured_pool_size, logger, redact_url, scrub, unusable
+from .common import (SessionDBError, clean_params, redact_url, scrub,
+                     unusable)
 from .pg_advisory import AdvisoryLocks
 from .postgres_schema import MIGRATIONS, TS_CONFIG, current_version, migrate
 from .tsquery import to_tsquery_text
@@ -80,10 +81,10 @@ class PGTx:
 
     def execute(self, sql: str, params: Iterable[Any] = ()) -> Any:
         self.used = True
-        return self.conn.execute(pg_sql(sql), tuple(params))
+        return self.conn.execute(pg_sql(sql), clean_params(params))
 
     def executemany(self, sql: str, seq: Iterable[Iterable[Any]]) -> Any:
-        rows = [tuple(p) for p in seq]
+        rows = [clean_params(p) for p in seq]
         if not rows:
             return _Empty()
         self.used = True
@@ -94,6 +95,8 @@ class PGTx:
 
 # (pid, url) -> [pool, users, locks]: one pool and one advisory-lock connection per database per
 # process (a forked child opens its own)
+DEFAULT_POOL_SIZE = 10  # connections per process (config store.pool_size)
+
 _POOLS: dict[tuple[int, str], list[Any]] = {}
 _POOLS_GUARD = threading.Lock()
 
@@ -141,7 +144,7 @@ class PostgresBackend:
         except psycopg.Error as exc:
             raise SessionDBError(f"cannot upgrade the session store {self.label} to schema "
                                  f"version {len(MIGRATIONS)}: {self._scrub(exc)}") from None
-        size = pool_size or configured_pool_size()
+        size = pool_size or DEFAULT_POOL_SIZE
         return ConnectionPool(self.url, min_size=1, max_size=size, open=True, name="hermes",
                               kwargs=self._connect_kwargs(), timeout=POOL_WAIT, num_workers=1)
 
@@ -243,6 +246,10 @@ class PostgresBackend:
         ``pg_advisory``): if the process dies, its connection drops and the lock with it."""
         return self._locks.hold(name, wait)
 
+    def lock_fence(self, name: str) -> Any:
+        """What a fenced write checks: this process still holds the advisory lock ``name``."""
+        return self._locks.fence(name)
+
     # -- full-text search (tsvector) -----------------------------------------------------------
 
     def match_text(self, query: str) -> str:
@@ -264,7 +271,8 @@ class PostgresBackend:
     FIRST_WINDOW = 2_000  # else row ids per step of the windowed scan, growing 5x per step
 
     def session_hits(self, match: str, want: int, sort: str, child_filter: str,
-                     relevance_pool: int) -> list[dict[str, Any]]:
+                     relevance_pool: int,
+                     filter_params: Iterable[Any] = ()) -> list[dict[str, Any]]:
         """The first matching message per session in ``sort`` order, up to ``want`` sessions
         (``relevance``: the best-ranked among the newest ``relevance_pool`` matches).
 
@@ -296,7 +304,7 @@ class PostgresBackend:
             lo, hi = (done + 1, done + step) if sort == "oldest" else (top - done - step + 1,
                                                                      top - done)
             room = relevance_pool - len(pool) if ranked else want + len(seen)
-            for row in self.read(sql, (match, lo, hi, room)):
+            for row in self.read(sql, (match, lo, hi, *filter_params, room)):
                 d = dict(row)
                 if ranked:
                     pool.append(d)

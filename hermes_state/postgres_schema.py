@@ -78,8 +78,19 @@ _V2_PAIRING = [
         updated_at DOUBLE PRECISION, PRIMARY KEY (platform, kind))""",
 ]
 
+# Owners of sessions and jobs, and a job's recorded policy (see sqlite_schema._m7_owners).
+_V3_OWNERS = [
+    "ALTER TABLE sessions ADD COLUMN owner TEXT",
+    "UPDATE sessions SET owner = source || ':' || user_id WHERE user_id IS NOT NULL AND source"
+    " IS NOT NULL AND source NOT IN ('cli', 'api_server', 'cron', 'subagent', 'unknown',"
+    " 'skill_review')",
+    "CREATE INDEX idx_sessions_owner ON sessions(owner, updated_at)",
+    "ALTER TABLE cron_jobs ADD COLUMN owner TEXT",
+    "ALTER TABLE cron_jobs ADD COLUMN policy TEXT",
+]
+
 # Each entry: the statements of one version, applied in one transaction.
-MIGRATIONS: list[list[str]] = [_V1_CORE, _V2_PAIRING]
+MIGRATIONS: list[list[str]] = [_V1_CORE, _V2_PAIRING, _V3_OWNERS]
 
 
 def migrate(conn: Any) -> int:

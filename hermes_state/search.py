@@ -47,12 +47,23 @@ class SearchMixin:
                 logger.debug("search query %r rejected (%s); retrying quoted", attempt, exc)
         return []
 
+    def _scope(self, include_children: bool, owner: Optional[str]) -> tuple[str, list[Any]]:
+        """The sessions a search may show (SQL over alias ``s``, its parameters): no children
+        unless asked; with ``owner``, only that owner's (a chat user never sees another's)."""
+        parts, params = ([] if include_children else [f"NOT {self._CHILD}"]), []
+        if owner is not None:
+            parts.append("s.owner = ?")
+            params.append(owner)
+        return " AND ".join(parts), params
+
     def search_sessions(self, query: str, limit: int = 3, offset: int = 0, sort: str = "newest",
-                        include_children: bool = False) -> tuple[list[dict[str, Any]], bool]:
+                        include_children: bool = False,
+                        owner: Optional[str] = None) -> tuple[list[dict[str, Any]], bool]:
         """Sessions with a message matching ``query`` (junk syntax is retried quoted), one hit
         each: ``(hits, more)``. Compacted and undone rows match too (``active``/``compacted`` say
         which). Subagent and cron sessions (source, or a parent session) only with
-        ``include_children``. ``relevance`` ranks the newest 1,000 matches.
+        ``include_children``; with ``owner``, only that owner's sessions. ``relevance`` ranks the
+        newest 1,000 matches.
 
         A hit: session_id, title, source, started_at, updated_at, message_id, role, active,
         compacted, snippet (the match marked »like this«).
@@ -62,13 +73,13 @@ class SearchMixin:
         if not (query or "").strip():
             return [], False
         offset, limit = max(0, int(offset)), max(1, int(limit))
-        child_filter = "" if include_children else f"NOT {self._CHILD}"
+        scope, scope_params = self._scope(include_children, owner)
         for match in self._attempts(query):
             if not match:
                 return [], False
             try:
-                hits = self._b.session_hits(match, offset + limit + 1, sort, child_filter,
-                                            self._RELEVANCE_POOL)
+                hits = self._b.session_hits(match, offset + limit + 1, sort, scope,
+                                            self._RELEVANCE_POOL, scope_params)
                 break
             except self._b.errors as exc:
                 if not self._b.is_query_error(exc):
@@ -105,14 +116,16 @@ class SearchMixin:
         last = self._message_rows("session_id = ?", (session_id,), "id DESC", rest)
         return first, last[::-1], int(total)
 
-    def recent_sessions(self, limit: int = 5, offset: int = 0,
-                        include_children: bool = False) -> tuple[list[dict[str, Any]], bool]:
-        """The most recently active sessions (with preview), children only when asked: (rows, more)."""
-        where = "" if include_children else f"WHERE NOT {self._CHILD}"
+    def recent_sessions(self, limit: int = 5, offset: int = 0, include_children: bool = False,
+                        owner: Optional[str] = None) -> tuple[list[dict[str, Any]], bool]:
+        """The most recently active sessions (with preview), children only when asked, only
+        ``owner``'s when given: (rows, more)."""
+        scope, params = self._scope(include_children, owner)
+        where = f"WHERE {scope}" if scope else ""
         rows = self._read(  # the preview is looked up for the page only
             "SELECT p.*, (SELECT m.content FROM messages AS m WHERE m.session_id = p.id"
             "  AND m.role = 'user' ORDER BY m.id LIMIT 1) AS preview FROM"
             " (SELECT s.id, s.title, s.source, s.started_at, s.updated_at, s.message_count"
             f"  FROM sessions AS s {where} ORDER BY s.updated_at DESC, s.id DESC LIMIT ? OFFSET ?) AS p",
-            (int(limit) + 1, int(offset)))
+            (*params, int(limit) + 1, int(offset)))
         return [dict(r) for r in rows[:limit]], len(rows) > limit

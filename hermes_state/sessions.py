@@ -13,8 +13,11 @@ class SessionsMixin:
     def create_session(self, session_id: Optional[str] = None, source: str = "cli",
                        model: Optional[str] = None, title: Optional[str] = None,
                        parent_session_id: Optional[str] = None, user_id: Optional[str] = None,
-                       system_prompt: Optional[str] = None) -> str:
-        """Create a session (or return an existing one untouched, so callers can be idempotent)."""
+                       system_prompt: Optional[str] = None, owner: Optional[str] = None) -> str:
+        """Create a session (or return an existing one untouched, so callers can be idempotent).
+
+        ``owner``: None for the local owner (CLI, API key holder: sees every session); a chat
+        user's ``"<platform>:<user id>"``, whose search and listing show only their own."""
         sid = session_id or new_session_id()
         title = (title or "").strip() or None
 
@@ -24,10 +27,10 @@ class SessionsMixin:
             self._check_title_free(c, sid, title)
             now = time.time()
             c.execute("INSERT INTO sessions (id, source, user_id, model, title, parent_session_id,"
-                      " system_prompt, started_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)"
+                      " system_prompt, started_at, updated_at, owner) VALUES (?,?,?,?,?,?,?,?,?,?)"
                       " ON CONFLICT (id) DO NOTHING",
                       (sid, source, user_id, model, title, parent_session_id, system_prompt,
-                       now, now))
+                       now, now, owner))
             return sid
         return self._write(tx)
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar
 
-from .common import SessionDBError, logger
+from .common import SessionDBError, clean_params, logger
 from .sqlite_schema import FTS_TRIGGERS, MIGRATIONS
 
 T = TypeVar("T")
@@ -32,6 +32,23 @@ def is_busy(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in msg or "busy" in msg)
 
 
+class _Tx:
+    """The connection a write transaction gets: text parameters cleaned like on PostgreSQL
+    (``clean_params``), so both backends store the same thing."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Cursor:
+        return self.conn.execute(sql, clean_params(params))
+
+    def executemany(self, sql: str, seq: Iterable[Iterable[Any]]) -> sqlite3.Cursor:
+        return self.conn.executemany(sql, (clean_params(p) for p in seq))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.conn, name)
+
+
 class SQLiteBackend:
     name = "sqlite"
     errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
@@ -40,7 +57,7 @@ class SQLiteBackend:
     expected_version = len(MIGRATIONS)
 
     def __init__(self, db_path: str | Path) -> None:
-        from agent.home import create_private_file, ensure_private_dir, tighten_store
+        from hermes_core.home import create_private_file, ensure_private_dir, tighten_store
         self.db_path = Path(db_path).expanduser()
         self.label = str(self.db_path)
         self._lock = threading.RLock()
@@ -117,7 +134,7 @@ class SQLiteBackend:
                 try:
                     conn.execute("BEGIN IMMEDIATE")
                     try:
-                        result = fn(conn)
+                        result = fn(_Tx(conn))
                         conn.execute("COMMIT")
                         return result
                     except BaseException:
@@ -132,7 +149,7 @@ class SQLiteBackend:
 
     def read(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
-            cur = self.conn.execute(sql, tuple(params))
+            cur = self.conn.execute(sql, clean_params(params))
             cur.row_factory = sqlite3.Row
             return cur.fetchall()
 
@@ -154,6 +171,11 @@ class SQLiteBackend:
         return {}
 
     # -- named lock ----------------------------------------------------------------------------
+
+    @staticmethod
+    def lock_fence(name: str) -> None:
+        """Nothing to fence: one process uses a SQLite store; no other can take a lock over."""
+        return None
 
     @contextmanager
     def advisory_lock(self, name: str, wait: Optional[float]) -> Iterator[bool]:
@@ -199,7 +221,8 @@ class SQLiteBackend:
         return "*" in match and sort != "relevance"
 
     def session_hits(self, match: str, want: int, sort: str, child_filter: str,
-                     relevance_pool: int) -> list[dict[str, Any]]:
+                     relevance_pool: int,
+                     filter_params: Iterable[Any] = ()) -> list[dict[str, Any]]:
         """Hits, the first per session in ``sort`` order, up to ``want`` sessions, with snippets.
 
         The index is read in windows of row ids from the newest (or oldest) end, each 5x the
@@ -228,7 +251,7 @@ class SQLiteBackend:
                     lo, hi = done + 1, done + step
                 else:
                     lo, hi = top - done - step + 1, top - done
-                cur = self.conn.execute(sql, (match, lo, hi))  # read lazily: an early stop is cheap
+                cur = self.conn.execute(sql, clean_params((match, lo, hi, *filter_params)))
                 cur.row_factory = sqlite3.Row
                 for row in cur:
                     if ranked:

@@ -111,3 +111,23 @@ def _m6_pairing(c: sqlite3.Connection) -> None:
 
 
 MIGRATIONS.append(_m6_pairing)
+
+
+# Sources that name a chat platform: their sessions belong to the chat user who made them.
+NOT_CHAT_SOURCES = "('cli', 'api_server', 'cron', 'subagent', 'unknown', 'skill_review')"
+
+
+def _m7_owners(c: sqlite3.Connection) -> None:
+    # Who a session or a job belongs to (issue 20): NULL is the local owner (the CLI, an API key
+    # holder), who sees everything; a chat user is "<platform>:<user id>" and sees only theirs.
+    # Existing chat sessions get theirs from source + user_id. A job also keeps its creator's
+    # policy (toolsets, confinement, consent rule) as JSON; NULL: the owner's own settings.
+    c.execute("ALTER TABLE sessions ADD COLUMN owner TEXT")
+    c.execute("UPDATE sessions SET owner = source || ':' || user_id WHERE user_id IS NOT NULL"
+              f" AND source IS NOT NULL AND source NOT IN {NOT_CHAT_SOURCES}")
+    c.execute("CREATE INDEX IF NOT EXISTS idx_sessions_owner ON sessions(owner, updated_at)")
+    c.execute("ALTER TABLE cron_jobs ADD COLUMN owner TEXT")
+    c.execute("ALTER TABLE cron_jobs ADD COLUMN policy TEXT")
+
+
+MIGRATIONS.append(_m7_owners)

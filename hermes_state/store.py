@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, ContextManager, Iterable, Optional, TypeVar
 
-from .common import SessionDBError, configured_url, is_postgres_url, unusable
+from .common import SessionDBError, env_url, is_postgres_url, unusable
 from .cron_store import CronMixin
 from .locks import LocksMixin
 from .messages import MessagesMixin
@@ -23,18 +23,19 @@ from .sessions import SessionsMixin
 T = TypeVar("T")
 
 
-def open_backend(db_path: Optional[str | os.PathLike[str]] = None,
-                 url: Optional[str] = None) -> Any:
-    """The backend for an explicit path (SQLite), an explicit URL, or what is configured."""
+def open_backend(db_path: Optional[str | os.PathLike[str]] = None, url: Optional[str] = None,
+                 pool_size: Optional[int] = None) -> Any:
+    """The backend for an explicit path (SQLite), an explicit URL, else ``HERMES_DATABASE_URL``,
+    else SQLite at ``HERMES_HOME/state.db``."""
     if db_path is None and url is None:
-        url = configured_url()
+        url = env_url()
     if url is not None and db_path is None:
         if not is_postgres_url(url):
             raise unusable(f"store.url / HERMES_DATABASE_URL must be a postgresql:// URL, "
                                  f"not {url.split('://', 1)[0]!r}; unset it to use SQLite")
         from .postgres_backend import PostgresBackend
-        return PostgresBackend(url)
-    from agent.home import ensure_home
+        return PostgresBackend(url, pool_size)
+    from hermes_core.home import ensure_home
 
     from .sqlite_backend import SQLiteBackend
     return SQLiteBackend(ensure_home() / "state.db" if db_path is None else db_path)
@@ -66,18 +67,25 @@ class SessionDB(SessionsMixin, MessagesMixin, SearchMixin, LocksMixin, CronMixin
     (PostgreSQL) or threads (SQLite): ``advisory_lock``.
     Health: ``integrity_check``, ``schema_version``, ``pool_stats``, ``close`` / context manager.
 
-    ``SessionDB()`` opens what is configured (``HERMES_DATABASE_URL``, else ``store.url``, else
-    ``HERMES_HOME/state.db``); ``SessionDB(path)`` a SQLite file; ``SessionDB(url=...)`` a
-    PostgreSQL database. Thread-safe: SQLite serialises on one connection, PostgreSQL draws a
+    ``SessionDB.from_config(cfg)`` opens what is configured (``HERMES_DATABASE_URL``, else
+    ``store.url``, else ``HERMES_HOME/state.db``); ``SessionDB()`` the environment's or the default
+    SQLite file; ``SessionDB(path)`` a SQLite file; ``SessionDB(url=...)`` a PostgreSQL database. Thread-safe: SQLite serialises on one connection, PostgreSQL draws a
     connection from the process's pool per transaction.
     """
 
     def __init__(self, db_path: Optional[str | os.PathLike[str]] = None, *,
-                 url: Optional[str] = None) -> None:
-        self._b = open_backend(db_path, url)
+                 url: Optional[str] = None, pool_size: Optional[int] = None) -> None:
+        self._b = open_backend(db_path, url, pool_size)
         self.backend: str = self._b.name
         self.db_path = getattr(self._b, "db_path", None)
         self.label: str = self._b.label  # the path, or the URL without its password
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> "SessionDB":
+        """The store a config names (its ``store`` section, ``HERMES_DATABASE_URL`` first)."""
+        from hermes_core.config import store_url
+
+        return cls(url=store_url(cfg), pool_size=cfg.store.pool_size)
 
     # -- plumbing the mixins use ---------------------------------------------------------------
 
@@ -129,6 +137,13 @@ class SessionDB(SessionsMixin, MessagesMixin, SearchMixin, LocksMixin, CronMixin
         reentrant.
         """
         return self._b.advisory_lock(name, wait)
+
+    def lock_fence(self, name: str) -> Any:
+        """For a lock this process holds through ``advisory_lock``: an object that fenced writes
+        (``append_messages(..., fence=)``) check inside their transaction, raising
+        ``LeaseLost`` (nothing written) once the lock was lost. None on SQLite, or when the lock
+        is not held here."""
+        return self._b.lock_fence(name)
 
     # -- health --------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Callable, Optional
 
-from .common import SessionDBError, redact_url, scrub
+from .common import SessionDBError, clean_params, redact_url, scrub
 
 # Parents before children (foreign keys); identity columns get their sequence moved past the
 # copied ids.
@@ -89,12 +89,20 @@ def _copy_table(src: sqlite3.Connection, conn: object, table: str, say: Progress
     say(f"{table}: copying {total:,} rows")
     col_list = ", ".join(cols)
     done = 0
-    with conn.cursor().copy(f"COPY {table} ({col_list}) FROM STDIN") as copy:
-        for row in src.execute(f"SELECT {col_list} FROM {table}"):
-            copy.write_row(row)
-            done += 1
-            if done % PROGRESS_EVERY == 0:
-                say(f"{table}: {done:,}/{total:,}")
+    import psycopg
+
+    row: tuple = ()
+    try:
+        with conn.cursor().copy(f"COPY {table} ({col_list}) FROM STDIN") as copy:
+            for row in src.execute(f"SELECT {col_list} FROM {table}"):
+                copy.write_row(clean_params(row))  # a NUL in old text: replaced as every write does
+                done += 1
+                if done % PROGRESS_EVERY == 0:
+                    say(f"{table}: {done:,}/{total:,}")
+    except psycopg.Error as exc:  # name the row, so it can be fixed or removed
+        where = getattr(exc.diag, "context", None) or f"{table} row {cols[0]}={row[:1]!r}"
+        what, at = " ".join(str(exc).split()), " ".join(str(where).split())[:200]
+        raise psycopg.Error(f"{what} ({at})") from exc
     if table in IDENTITY:
         col = IDENTITY[table]
         conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', '{col}'),"

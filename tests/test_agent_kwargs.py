@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from agent.agent_kwargs import ACCEPTED, HONOURED, IGNORED
-from agent.config import HermesConfig, parse_config
+from hermes_core.config import HermesConfig, parse_config
 from hermes_state import SessionDB
 from run_agent import AIAgent
 from tests.fake_provider import text, tool_calls

@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import pytest
 
-from agent.config import CompressionConfig
+from hermes_core.config import CompressionConfig
 from agent.context_compressor import (
     COOLDOWNS,
     PROBE_INTERVAL,
@@ -22,8 +22,8 @@ from agent.context_compressor import (
     split_summary,
 )
 from agent.compaction_digest import digest
-from agent.messages import alternation_problems, find_tool_pair_violations, message_text
-from agent.tokens import estimate_messages_tokens_rough
+from hermes_core.messages import alternation_problems, find_tool_pair_violations, message_text
+from hermes_core.tokens import estimate_messages_tokens_rough
 from tests.fake_provider import check_well_formed
 
 # ---------------------------------------------------------------------------------------

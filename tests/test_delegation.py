@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agent.config import parse_config
+from hermes_core.config import parse_config
 from agent.delegation import CHILD_IDENTITY
 from hermes_state import SessionDB
 from tests.fake_provider import FakeProvider, Reply, error, slow, text, tool_calls

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent import memory_format as fmt
-from agent import memory_store as store
+from tools.memory import format as fmt
+from tools.memory import store as store
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGETS = {"memory": 2200, "user": 1375}
@@ -96,7 +96,7 @@ def test_snapshot_leaves_out_a_junk_file_with_a_warning(hermes_home):
 
 
 def test_config_budgets_and_switches(hermes_home):
-    from agent.config import parse_config
+    from hermes_core.config import parse_config
 
     cfg = parse_config({"memory": {"memory_char_limit": 150, "user_profile_enabled": False}})
     assert store.limits(cfg) == {"memory": 150, "user": 1375}
@@ -107,7 +107,7 @@ WORKER = textwrap.dedent("""
     import sys
     sys.path.insert(0, {root!r})
     from pathlib import Path
-    from agent import memory_format as fmt, memory_store as store
+    from tools.memory import format as fmt, store as store
     home, tag, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     for i in range(n):
         store.apply_edits(home, [fmt.Edit("memory", "add", f"{{tag}} fact {{i}}")], {{"memory": 100000, "user": 10}})

@@ -1,7 +1,7 @@
 """Pure message helpers: tool pairs, alternation, safe cut points."""
 from __future__ import annotations
 
-from agent.messages import (
+from hermes_core.messages import (
     STUB_RESULT,
     alternation_problems,
     find_tool_pair_violations,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agent.config import HermesConfig
+from hermes_core.config import HermesConfig
 from hermes_cli.agent_factory import mutation_policy
 from run_agent import AIAgent
 from tests.fake_provider import text, tool_calls
@@ -96,3 +96,56 @@ def test_tools_that_change_things_are_the_ones_gated(tmp_path):
     assert "a.txt" in dispatch("search_files", {"pattern": "alpha"}, ctx)
     dispatch("todo", {"todos": [{"id": "1", "content": "x", "status": "pending"}]}, ctx)
     assert (tmp_path / "a.txt").read_text() == "alpha\n" and not (tmp_path / "b.txt").exists()
+
+
+def test_every_change_asks_on_the_embedded_model_and_reads_do_not(fake_provider, hermes_home, tmp_path):
+    """Issue 20 item 8: skill_manage, memory add, cronjob create and delegation changed things
+    where write_file was refused; each action that changes state is marked in the registry."""
+    import run_agent
+    from hermes_state import SessionDB
+
+    skill = "---\nname: notes-helper\ndescription: Take notes.\n---\nWrite them down.\n"
+    fake_provider.queue(tool_calls([
+        ("skill_manage", {"action": "create", "name": "notes-helper", "content": skill}),
+        ("memory", {"action": "add", "target": "user", "content": "Likes tea."}),
+        ("memory", {"action": "read", "target": "user"}),
+        ("cronjob", {"action": "create", "schedule": "every 1h", "prompt": "check the news"}),
+        ("cronjob", {"action": "list"}),
+        ("delegate_task", {"goal": "write a file", "context": "anything"}),
+        ("skills_list", {}),
+    ]), text("hello"))
+    asked = []
+    db = SessionDB(tmp_path / "state.db")
+    try:
+        agent = AIAgent(provider="local", config=HermesConfig(), cwd=str(tmp_path), skip_context_files=True,
+                        quiet_mode=True, session_db=db,
+                        enabled_toolsets=["file", "memory", "skills", "cronjob", "delegation"],
+                        approval_callback=lambda q, r: asked.append(q.split()[0:2]) or "deny")
+        agent.client = run_agent.OpenAI(base_url=fake_provider.base_url, api_key="x")
+        assert agent.run_conversation("hi")["final_response"] == "hello"
+        assert db.list_cron_jobs() == []
+    finally:
+        db.close()
+    create, add, read, cron_create, cron_list, delegate, listing = _tool_results(fake_provider)
+    for refused in (create, add, cron_create, delegate):
+        assert "not approved" in refused, refused
+    assert "entries" in read and '"jobs": []' in cron_list and "not approved" not in listing
+    assert sorted(a[0] for a in asked) == ["cronjob", "delegate_task", "memory", "skill_manage"]
+    assert not (hermes_home / "skills" / "notes-helper").exists()
+    assert not (hermes_home / "memories" / "USER.md").exists()
+
+
+def test_the_registry_marks_what_changes_state():
+    from tools.registry import mutates
+
+    changes = [("write_file", {}), ("patch", {}), ("terminal", {}), ("delegate_task", {}),
+               ("skill_manage", {"action": "patch"}), ("memory", {"action": "remove"}),
+               ("memory", {"operations": [{"action": "read"}, {"action": "add"}]}),
+               ("cronjob", {"action": "pause"}), ("cronjob", {"action": "run"})]
+    reads = [("read_file", {}), ("search_files", {}), ("session_search", {}), ("skills_list", {}),
+             ("skill_view", {}), ("todo", {}), ("memory", {"action": "read"}),
+             ("memory", {"operations": [{"action": "read"}]}), ("cronjob", {"action": "list"})]
+    for name, args in changes:
+        assert mutates(name, args), name
+    for name, args in reads:
+        assert not mutates(name, args), name

@@ -11,7 +11,7 @@ import json
 from agent.compaction_digest import EARLIER, digest, split_digest
 from agent.context_compressor import ContextCompressor, is_summary_message, split_summary
 from agent.request_view import MIN_CAP_TOKENS, NO_REPLY, message_cap, request_messages
-from agent.tokens import estimate_message_tokens, estimate_messages_tokens_rough
+from hermes_core.tokens import estimate_message_tokens, estimate_messages_tokens_rough
 from hermes_state import SessionDB
 from tests.cli.conftest import hermes_env, run_hermes
 from tests.conftest import write_config

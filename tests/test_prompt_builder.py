@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from agent import context_files
-from agent.tokens import schema_tokens
+from hermes_core.tokens import schema_tokens
 from tests.conftest import write_config
 from tests.fake_provider import text
 

@@ -8,7 +8,8 @@ import threading
 
 import pytest
 
-from agent.skills import history, review
+from tools.skills import history
+from agent import skill_review as review
 from tests.conftest import write_config
 from tests.fake_provider import error, text, tool_calls
 from tests.test_skills_loader import write_skill

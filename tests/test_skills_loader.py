@@ -8,8 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from agent.config import HermesConfig
-from agent.skills import bundled, index, loader
+from hermes_core.config import HermesConfig
+from tools.skills import bundled, index, loader
 
 
 def write_skill(root: Path, rel: str, front: str, body: str = "Steps.\n", files: dict | None = None) -> Path:
@@ -141,3 +141,36 @@ def test_a_users_own_skill_of_a_starter_name_is_theirs(hermes_home):
     cat = loader.load(hermes_home)
     assert cat.get("debugging").description == "My own way." and not cat.get("debugging").bundled
     assert cat.get("code-review").bundled
+
+
+def alias_bomb(levels: int = 9) -> str:
+    """The ~470-byte front matter of the issue: each level repeats the one before nine times, so
+    the description stands for 9**levels strings once anything turns it into text."""
+    lines = ['name: bomb', 'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for n in range(1, levels):
+        lines.append(f"a{n}: &a{n} [" + ",".join([f"*a{n - 1}"] * 9) + "]")
+    lines.append(f"description: *a{levels - 1}")
+    return "\n".join(lines)
+
+
+def test_anchors_and_aliases_are_refused_and_fields_type_checked(hermes_home):
+    """Issue 20 item 6: YAML aliases let 469 bytes stand for gigabytes (every turn then hit
+    MemoryError); a field of the wrong type must not reach the code that uses it."""
+    root = hermes_home / "skills"
+    assert len(alias_bomb().encode()) < 600
+    write_skill(root, "bomb", alias_bomb())
+    write_skill(root, "small-alias", "name: small-alias\nx: &x Shared text.\ndescription: *x")
+    write_skill(root, "desc-list", "name: desc-list\ndescription: [one, two]")
+    write_skill(root, "name-map", "name: {a: 1}\ndescription: A map for a name.")
+    write_skill(root, "bad-platforms", "name: bad-platforms\ndescription: Odd.\nplatforms: 7\n"
+                "metadata:\n  hermes:\n    tags: 5")
+    write_skill(root, "good", "name: good\ndescription: Works.")
+    cat = loader.load(hermes_home)
+    assert cat.names() == ["bad-platforms", "good"]  # junk in optional fields is ignored, not fatal
+    assert cat.get("bad-platforms").meta.tags == [] and cat.get("bad-platforms").meta.platforms == []
+    reasons = {p.path.parent.name: p.reason for p in cat.problems}
+    assert set(reasons) == {"bomb", "small-alias", "desc-list", "name-map"}
+    assert "anchors and aliases" in reasons["bomb"] and "anchors and aliases" in reasons["small-alias"]
+    assert "description must be text" in reasons["desc-list"] and "name must be text" in reasons["name-map"]
+    assert len(json.dumps([p.reason for p in cat.problems])) < 2000
+    assert "bomb" not in index.prompt_part(hermes_home, None)

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from agent.skills import activity, index, invoke, similar
-from agent.skills import format as fmt
-from agent.tokens import estimate_text_tokens
+from tools.skills import activity, index, invoke, similar
+from tools.skills import format as fmt
+from hermes_core.tokens import estimate_text_tokens
 from hermes_cli import slash
 
 GOOD = "---\nname: deploy-app\ndescription: Deploy the app to staging.\n---\n# Deploy\n1. build\n"

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.config import HermesConfig
-from agent.skills import bundled, history, loader
-from agent.skills.store import SkillStore, SkillStoreError, locked
+from hermes_core.config import HermesConfig
+from tools.skills import bundled, history, loader
+from tools.skills.store import SkillStore, SkillStoreError, locked
 from tests.test_skills_loader import write_skill
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,7 +133,7 @@ def test_read_only_roots_and_bundled_skills_under_the_review(hermes_home, tmp_pa
 _RACER = """
 import json, sys
 from pathlib import Path
-from agent.skills.store import SkillStore, SkillStoreError
+from tools.skills.store import SkillStore, SkillStoreError
 home, body = Path(sys.argv[1]), sys.argv[2]
 text = "---\\nname: racer\\ndescription: Who wins the race.\\n---\\n" + body + "\\n"
 print("ready", flush=True)

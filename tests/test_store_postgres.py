@@ -197,15 +197,19 @@ def test_advisory_lock_dies_with_its_process(pg_url, tmp_path):
 
 def test_configuration_chooses_the_backend(pg_url, hermes_home, monkeypatch):
     from tests.conftest import write_config
-    with SessionDB() as db:
+    from hermes_core.config import load_config
+
+    with SessionDB.from_config(load_config()) as db:
         assert db.backend == "sqlite" and db.db_path == hermes_home / "state.db"
     write_config(hermes_home, f"store:\n  url: {pg_url}\n  pool_size: 3\n")
-    with SessionDB() as db:
+    with SessionDB.from_config(load_config()) as db:
         assert db.backend == "postgresql" and db.pool_stats()["max_size"] == 3
         assert "hermes-test-pw" not in db.label and db.db_path is None
+    with SessionDB() as db:  # the store itself never reads config.yaml
+        assert db.backend == "sqlite"
     with SessionDB(hermes_home / "explicit.db") as db:
         assert db.backend == "sqlite"  # an explicit path stays SQLite
     write_config(hermes_home, "store:\n  url: postgresql://nobody:pw@127.0.0.1:1/none\n")
     monkeypatch.setenv("HERMES_DATABASE_URL", pg_url)  # the environment wins
-    with SessionDB() as db:
+    with SessionDB.from_config(load_config()) as db:
         assert db.backend == "postgresql" and db.count_sessions() == 0

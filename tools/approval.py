@@ -14,7 +14,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tools.registry import ToolContext
+    from tools.context import ToolContext
 
 # A "segment" is what regexes may scan without crossing into the next command.
 _SEG = r"[^;&|\n]*"
@@ -155,13 +155,19 @@ def describe_call(name: str, args: dict) -> str:
 
 def approve_mutation(name: str, args: dict, ctx: "ToolContext") -> None:
     """Consent for a tool that changes something (ctx.mutations "ask" or "deny"); raises ToolError."""
-    from tools.registry import ToolError
+    from tools.context import ToolError
 
     if ctx.mutations == "deny":
         raise ToolError("refused: changes need the user's consent and this run cannot ask "
                         "(rerun with --yolo to allow them); answer without this tool")
     if not ask(describe_call(name, args), f"{name} changes files or runs commands", ctx):
         raise ToolError("not approved by the user; answer without this tool")
+
+
+def simple_commands(command: str) -> list[list[str]]:
+    """The command line as simple commands (argv lists): quotes removed, ``sudo``/``env``
+    wrappers dropped, ``bash -c``/``eval``/``$(…)`` bodies included."""
+    return _segments(command)
 
 
 # --- parsing helpers -----------------------------------------------------------------------

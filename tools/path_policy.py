@@ -18,7 +18,8 @@ from pathlib import Path
 HERMES_SECRET_FILES = {".env": "holds Hermes' API keys", "auth.json": "holds login credentials",
                        "state.db": "holds every transcript", "state.db-wal": "holds every transcript",
                        "state.db-shm": "holds every transcript"}
-HERMES_SECRET_DIRS = frozenset({"pairing"})
+HERMES_SECRET_DIRS = {"pairing": "holds who may talk to the bot",
+                      "users": "holds each chat user's private memory"}
 KEY_FILE_NAMES = frozenset({"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk",
                             "id_ed25519_sk", "identity"})
 KEY_FILE_SUFFIXES = frozenset({".key", ".p12", ".pfx", ".ppk", ".jks", ".keystore"})
@@ -36,9 +37,9 @@ def secret_reason(full: Path, home: Path, hermes_home: Path) -> str | None:
     """Why `full` (a resolved path) holds secrets, or None. `home`/`hermes_home` resolved too."""
     if full.parent == hermes_home and full.name in HERMES_SECRET_FILES:
         return f"HERMES_HOME/{full.name} {HERMES_SECRET_FILES[full.name]}"
-    for name in HERMES_SECRET_DIRS:
+    for name, why in HERMES_SECRET_DIRS.items():
         if _inside(full, hermes_home / name):
-            return f"HERMES_HOME/{name} holds who may talk to the bot"
+            return f"HERMES_HOME/{name} {why}"
     if _inside(full, home / ".ssh"):
         return "~/.ssh holds SSH keys and credentials"
     if full.name in KEY_FILE_NAMES or full.suffix.lower() in KEY_FILE_SUFFIXES:

@@ -11,11 +11,15 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from hermes_core.plugin_api import REGISTRY as PLUGINS
+from tools.arguments import validate_args
+from tools.context import ToolContext, ToolError
+
+__all__ = ["ToolContext", "ToolError", "ToolSpec", "dispatch", "get_tool_definitions",
+           "check_toolset_requirements", "register", "UnknownToolsetError"]
 
 logger = logging.getLogger(__name__)
 
@@ -32,39 +36,6 @@ class UnknownToolsetError(ValueError):
     """A toolset name nobody registered: the message lists the valid ones."""
 
 
-class ToolError(Exception):
-    """A tool-level failure; the loop hands the message back to the model so it can adapt."""
-
-
-@dataclass
-class ToolContext:
-    """Per-call environment handed to every tool handler."""
-
-    cwd: Path
-    task_id: str | None = None
-    session_id: str | None = None
-    approval_callback: Callable[[str, str], str] | None = None
-    yolo: bool = False
-    always_allowed: set[tuple[str | None, str]] = field(default_factory=set)  # (session, command)
-    interrupt_event: threading.Event | None = None
-    max_output_chars: int = 50_000
-    timeout: int = 180
-    approval_lock: threading.Lock = field(default_factory=threading.Lock)  # one question at a time
-    # What tools beyond shell and files need (memory, search, skills, cron, delegation):
-    session_db: Any = None  # the agent's SessionDB (None when the store is unavailable)
-    config: Any = None  # the agent's HermesConfig
-    platform: str = "cli"  # cli, telegram, api_server, cron, subagent, ...
-    agent: Any = None  # the owning AIAgent, opaque to tools except delegation
-    origin: dict | None = None  # the chat a gateway turn came from: {platform, chat_id, thread_id}
-    turn: dict = field(default_factory=dict)  # per-turn scratch (failure caps); reset every turn
-    # Least privilege, decided where the agent is built (gateway, one-shot, embedded model):
-    confine_to: Path | None = None  # file tools refuse paths outside this directory
-    mutations: str = "allow"  # mutating tools: "allow", "ask" (approval each call) or "deny"
-
-    def __post_init__(self) -> None:
-        self.cwd = Path(self.cwd).expanduser()
-
-
 @dataclass
 class ToolSpec:
     """A tool: its OpenAI-style JSON schema plus the function that runs it."""
@@ -75,7 +46,9 @@ class ToolSpec:
     handler: Callable[[dict, ToolContext], str]
     toolset: str
     check: Callable[[], str | None] | None = None
-    mutating: bool = False  # changes files, runs commands or acts outside Hermes (see ctx.mutations)
+    # changes state (files, memory, skills, jobs), runs commands or acts outside Hermes (see
+    # ctx.mutations); a callable decides per call from the arguments (reads must not ask)
+    mutating: bool | Callable[[dict], bool] = False
 
 
 _registry: dict[str, ToolSpec] = {}
@@ -158,7 +131,7 @@ def _ensure_builtins() -> None:
 
 
 def _load_plugins_with_config(loader: Any) -> None:
-    from agent.config import ConfigError, hermes_home, load_config
+    from hermes_core.config import ConfigError, hermes_home, load_config
 
     try:
         cfg = load_config()
@@ -304,6 +277,15 @@ def get_tool_names(
     return [d["function"]["name"] for d in get_tool_definitions(enabled_toolsets, disabled_toolsets)]
 
 
+def mutates(name: str, args: dict) -> bool:
+    """Whether this call of tool ``name`` changes state (so it needs consent under "ask")."""
+    _ensure_builtins()
+    spec = _registry.get(name)
+    if spec is None:
+        return False
+    return bool(spec.mutating(args) if callable(spec.mutating) else spec.mutating)
+
+
 def get_toolset(name: str) -> str | None:
     """The toolset a tool belongs to, or None for an unknown tool."""
     _ensure_builtins()
@@ -327,101 +309,6 @@ def check_toolset_requirements() -> dict[str, str]:
     return {ts: "; ".join(r) for ts, r in reasons.items() if ts not in ok}
 
 
-# --- argument validation -------------------------------------------------------------------
-
-_TYPE_NAMES = {
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "a boolean",
-    "array": "an array",
-    "object": "an object",
-    "null": "null",
-}
-
-
-def _coerce(value: Any, typ: str) -> tuple[bool, Any]:
-    """Check `value` against a JSON-schema type; accept the harmless near-misses models emit."""
-    if typ == "string":
-        return isinstance(value, str), value
-    if typ == "boolean":
-        if isinstance(value, bool):
-            return True, value
-        if isinstance(value, str) and value.lower() in ("true", "false"):
-            return True, value.lower() == "true"
-        return False, value
-    if typ == "integer":
-        if isinstance(value, bool):
-            return False, value
-        if isinstance(value, int):
-            return True, value
-        if isinstance(value, float) and value.is_integer():
-            return True, int(value)
-        if isinstance(value, str):
-            try:
-                return True, int(value.strip())
-            except ValueError:
-                return False, value
-        return False, value
-    if typ == "number":
-        if isinstance(value, bool):
-            return False, value
-        if isinstance(value, (int, float)):
-            return True, value
-        if isinstance(value, str):
-            try:
-                return True, float(value.strip())
-            except ValueError:
-                return False, value
-        return False, value
-    if typ in ("array", "object"):
-        want = list if typ == "array" else dict
-        if isinstance(value, str):  # models sometimes send a list or object as its JSON text
-            try:
-                parsed = json.loads(value)
-            except ValueError:
-                return False, value
-            return isinstance(parsed, want), parsed
-        return isinstance(value, want), value
-    if typ == "null":
-        return value is None, value
-    return True, value  # unknown type keyword: don't second-guess the schema
-
-
-def validate_args(name: str, schema: dict, args: dict) -> dict:
-    """Check required parameters and basic types; returns args with light coercions applied."""
-    props: dict = schema.get("properties") or {}
-    missing = [p for p in schema.get("required") or () if p not in args or args[p] is None]
-    if missing:
-        raise ToolError(
-            f"{name}: missing required parameter{'s' if len(missing) > 1 else ''} "
-            + ", ".join(repr(m) for m in missing)
-        )
-    out = dict(args)
-    for key, value in args.items():
-        prop = props.get(key)
-        if not isinstance(prop, dict) or "type" not in prop:
-            continue
-        if value is None and key not in (schema.get("required") or ()):
-            out.pop(key)  # an explicit null for an optional parameter means "use the default"
-            continue
-        types = prop["type"] if isinstance(prop["type"], list) else [prop["type"]]
-        for typ in types:
-            ok, coerced = _coerce(value, typ)
-            if ok:
-                out[key] = coerced
-                break
-        else:
-            want = " or ".join(_TYPE_NAMES.get(t, t) for t in types)
-            raise ToolError(
-                f"{name}: parameter {key!r} must be {want}, got {type(value).__name__} {value!r:.80}"
-            )
-        enum = prop.get("enum")
-        if enum is not None and out[key] not in enum:
-            raise ToolError(f"{name}: parameter {key!r} must be one of {enum}, got {out[key]!r}")
-    return out
-
-
 def dispatch(name: str, args: dict | None, ctx: ToolContext) -> str:
     """Run tool `name`; every failure comes out as a ToolError the model can read and fix."""
     _ensure_builtins()
@@ -442,7 +329,7 @@ def dispatch(name: str, args: dict | None, ctx: ToolContext) -> str:
     if reason is not None:
         raise ToolError(f"tool {name!r} is unavailable: {reason}")
     args = validate_args(name, spec.parameters or {}, args)
-    if spec.mutating and ctx.mutations != "allow" and not ctx.yolo:
+    if ctx.mutations != "allow" and not ctx.yolo and mutates(name, args):
         from tools.approval import approve_mutation
 
         approve_mutation(name, args, ctx)  # raises ToolError unless the user consents

@@ -4,7 +4,8 @@ Four modes over the session store (the queries live on ``SessionDB``): a full-te
 ``session_id`` alone (how a session began and ended); ``session_id`` + ``around_message_id`` (a
 window); nothing (recent sessions). Output is plain text bounded to about 2,000 tokens and ends with
 how to page further. Rows a compaction replaced are searchable and say so: that is how the agent
-recovers a detail its summary dropped.
+recovers a detail its summary dropped. A chat user (``ctx.owner``) reaches only their own
+sessions; the CLI and the API key holder see every one.
 """
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ class _Out:
 def _search(db: Any, args: dict, ctx: ToolContext) -> str:
     query, limit, offset = args["query"], args["limit"], args["offset"]
     hits, more = db.search_sessions(query, limit=limit, offset=offset, sort=args["sort"],
-                                    include_children=args["include_subagents"])
+                                    include_children=args["include_subagents"], owner=ctx.owner)
     if not hits:
         return (f"No {'more ' if offset else ''}sessions match {query!r}. Try fewer or other words, OR, "
                 f"or prefix*; include_subagents=true also searches subagent and cron runs.")
@@ -99,8 +100,19 @@ def _search(db: Any, args: dict, ctx: ToolContext) -> str:
     return out.text("(" + "; ".join(tips) + ")")
 
 
+def _visible(db: Any, sid: str, ctx: ToolContext) -> dict:
+    """The session's row, if the caller may read it: a chat user (``ctx.owner``) only their own;
+    anyone else's reads exactly like a session that does not exist."""
+    meta = db.get_session(sid)
+    if meta is None or (ctx.owner is not None and meta.get("owner") != ctx.owner):
+        raise ToolError(f"session_search: no session {sid!r}; call with no arguments to list "
+                        "recent ones")
+    return meta
+
+
 def _window(db: Any, args: dict, ctx: ToolContext) -> str:
     sid, mid = args["session_id"], args["around_message_id"]
+    _visible(db, sid, ctx)
     rows = db.messages_around(sid, mid, before=4, after=5)
     if not any(r["id"] == mid for r in rows):
         raise ToolError(f"session_search: session {sid} has no message {mid}; search first to get ids")
@@ -116,9 +128,7 @@ def _window(db: Any, args: dict, ctx: ToolContext) -> str:
 
 def _session(db: Any, args: dict, ctx: ToolContext) -> str:
     sid = args["session_id"]
-    meta = db.get_session(sid)
-    if meta is None:
-        raise ToolError(f"session_search: no session {sid!r}; call with no arguments to list recent ones")
+    meta = _visible(db, sid, ctx)
     first, last, total = db.session_head_tail(sid, head=4, tail=4)
     out = _Out()
     out.add(f"{_head(dict(meta, session_id=sid))} · {total} messages")
@@ -134,7 +144,7 @@ def _session(db: Any, args: dict, ctx: ToolContext) -> str:
 
 def _recent(db: Any, args: dict, ctx: ToolContext) -> str:
     rows, more = db.recent_sessions(limit=args["limit"], offset=args["offset"],
-                                    include_children=args["include_subagents"])
+                                    include_children=args["include_subagents"], owner=ctx.owner)
     if not rows:
         return "No sessions yet." if not args["offset"] else "No more sessions."
     out = _Out()

@@ -1,7 +1,8 @@
 """The `terminal` tool: run a shell command, safely bounded in time, output and blast radius.
 
-The shell inherits the environment minus provider and platform secrets (`agent.redact`): a command
-the model runs has no use for OPENAI_API_KEY, and a printed environment would hand it over.
+The shell inherits the environment minus secrets (`agent.redact`, by name and by value shape): a
+command the model runs has no use for OPENAI_API_KEY, and a printed environment would hand it over.
+A command naming a file the file tools protect (`tools.shell_paths`) asks like they do.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from agent.redact import config_secrets, shell_environment
+from hermes_core.redact import config_secrets, shell_environment
 from tools.registry import ToolContext, ToolError, ToolSpec
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
@@ -221,11 +222,14 @@ def terminal(args: dict, ctx: ToolContext) -> str:
     blocked = detect_blocked(command)
     if blocked:
         raise ToolError(f"command blocked: {blocked}. This is never run, not even with approval.")
-    reason = detect_dangerous(command)
+    from tools.shell_paths import protected_paths_reason
+
+    touched = protected_paths_reason(command, _resolve_workdir(ctx, args.get("workdir")))
+    reason = "; ".join(r for r in (detect_dangerous(command), touched) if r)
     if reason and not request_approval(command, reason, ctx):
-        raise ToolError(
-            f"command denied: {reason}; ask the user to approve it or choose a safer command"
-        )
+        advice = ("only the user at the terminal can allow it" if touched
+                  else "ask the user to approve it or choose a safer command")
+        raise ToolError(f"command denied: {reason}; {advice}")
     if ctx.interrupt_event is not None and ctx.interrupt_event.is_set():
         return json.dumps({"exit_code": None, "output": "", "status": "not run: the turn was interrupted"})
     result = run_command(command, ctx, timeout=args.get("timeout"), workdir=args.get("workdir"))

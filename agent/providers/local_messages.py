@@ -13,7 +13,7 @@ import uuid
 from types import SimpleNamespace
 from typing import Any, Optional
 
-from agent.messages import content_text
+from hermes_core.messages import content_text
 from agent.providers.tool_echo import render_call, render_result
 
 DEFAULT_MAX_TOKENS = 1024  # a small model left unbounded can ramble to the end of its window

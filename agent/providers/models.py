@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
-from agent.config import ConfigError
+from hermes_core.config import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent.config import ProviderSettings
+    from hermes_core.config import ProviderSettings
 
 FALLBACK_MODEL = "default"
 PROBE_TIMEOUT = 10.0

@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from agent.messages import content_text
+from hermes_core.messages import content_text
 
 
 @dataclass

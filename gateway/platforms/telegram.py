@@ -191,3 +191,52 @@ class TelegramAdapter(PlatformAdapter):
             await self._app.bot.send_chat_action(chat_id=int(chat_id), action=ChatAction.TYPING)
         except TelegramError:
             pass
+
+
+# -- the plugin: the adapter for the gateway, and a direct sender for everyone else ------------
+
+def settings(cfg: Any) -> tuple[Optional[str], Optional[str]]:
+    """(bot token, Bot API base URL) from the environment, else ``gateway.telegram`` in config."""
+    import os
+
+    section = (getattr(cfg, "gateway", None) or {}).get("telegram") if cfg is not None else None
+    section = section if isinstance(section, dict) else {}
+    token = os.environ.get("TELEGRAM_BOT_TOKEN") or section.get("token") or section.get("bot_token")
+    base = os.environ.get("TELEGRAM_BASE_URL") or section.get("base_url")
+    return token, base
+
+
+def send_direct(cfg: Any, chat_id: str, thread_id: Optional[str], text: str) -> None:
+    """One message through the Bot API, no gateway needed (cron runs from the CLI)."""
+    import asyncio
+
+    from cron.delivery import DeliveryError
+
+    token, base = settings(cfg)
+    if not token:
+        raise DeliveryError("TELEGRAM_BOT_TOKEN is not set")
+    asyncio.run(_bot_send(token, base, chat_id, thread_id, text))
+
+
+async def _bot_send(token: str, base: Optional[str], chat_id: str, thread_id: Optional[str],
+                    text: str) -> None:
+    from telegram import Bot
+    from telegram.error import TelegramError
+
+    from cron.delivery import DeliveryError
+
+    api, files = telegram_api_urls(base)
+    chat: int | str = int(chat_id) if chat_id.lstrip("-").isdigit() else chat_id
+    try:
+        async with Bot(token, base_url=api, base_file_url=files) as bot:
+            for piece in split_message(text):
+                await bot.send_message(chat_id=chat, text=piece,
+                                       message_thread_id=int(thread_id) if thread_id else None)
+    except TelegramError as exc:
+        raise DeliveryError(f"Telegram refused: {exc}") from None
+
+
+def register(ctx: Any) -> None:
+    """The plugin entry point (pyproject.toml, group hermes_agent.plugins)."""
+    ctx.register_platform("telegram", TelegramAdapter, send=send_direct,
+                          env=("TELEGRAM_BOT_TOKEN",))

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from agent.config import load_config
+from hermes_core.config import load_config
 from hermes_cli.agent_factory import build_agent
 from hermes_cli.approval_prompt import parse_approval, read_line
 from hermes_cli.chat import ChatSession

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from agent.config_keys import key_problem, unknown_keys
+from hermes_core.config_keys import key_problem, unknown_keys
 from tests.cli.conftest import hermes_env, run_hermes
 
 TYPOS = "modle: fake-model\nmodel:\n  defualt: fake-model\n"

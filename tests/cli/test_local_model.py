@@ -15,7 +15,7 @@ SLOW = pytest.mark.timeout(900)  # a few runs of the model on a busy machine
 def _must_call_tools() -> None:
     """Deterministic runs: greedy sampling (the embedded model's default) and the first reply of
     the turn bound by the grammar to a tool call (config model.tool_choice: required)."""
-    from agent.config import hermes_home
+    from hermes_core.config import hermes_home
     from tests.conftest import write_config
 
     write_config(hermes_home(), "model:\n  tool_choice: required\n")

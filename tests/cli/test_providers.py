@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.providers import catalog
+from hermes_core import provider_table as catalog
 from tests.cli.conftest import hermes_env, run_hermes
 from tests.fake_provider import error, text
 

@@ -87,7 +87,7 @@ def test_resume_by_title_and_prune(hermes, fake_provider):
 
 def _age(session_id: str, days: float) -> None:
     """Make a session look idle for `days` (the store keeps activity times in sessions.updated_at)."""
-    from agent.config import hermes_home
+    from hermes_core.config import hermes_home
 
     past = time.time() - days * 86400
     with sqlite3.connect(hermes_home() / "state.db") as conn:

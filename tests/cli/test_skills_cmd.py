@@ -84,3 +84,31 @@ def test_one_shot_review_finishes_after_the_answer_before_exit(hermes, fake_prov
     assert "Skill review: created 'batch-steps'" in res.stderr
     assert (hermes_home / "skills/workflow/batch-steps/SKILL.md").read_text() == body
     assert len(script.review_requests) == 2
+
+
+def test_an_alias_bomb_is_skipped_turns_still_work_and_doctor_names_it(fake_provider, hermes_home):
+    """Issue 20 item 6, end to end under a 3 GB address-space limit: the skill is never expanded."""
+    import resource
+    import subprocess
+    import sys
+
+    from tests.cli.conftest import ROOT
+    from tests.test_skills_loader import alias_bomb
+
+    write_skill(hermes_home / "skills", "tools/bomb", alias_bomb())
+    env = hermes_env(fake_provider)
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    def hermes(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "hermes_cli.main", *args], env=env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=120, preexec_fn=limited)
+
+    fake_provider.queue(text("still here"))
+    res = hermes("-z", "hello")
+    assert res.returncode == 0 and res.stdout == "still here\n", res.stderr[-2000:]
+    assert "MemoryError" not in res.stderr
+    doc = hermes("doctor")
+    line = next(ln for ln in doc.stdout.splitlines() if "skills:" in ln)
+    assert "tools/bomb/SKILL.md" in line and "anchors and aliases" in line, doc.stdout

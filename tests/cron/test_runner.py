@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from agent.config import HermesConfig
+from hermes_core.config import HermesConfig
 from cron import delivery
 from cron.delivery import DeliveryError, Target, destinations, parse_targets
 from cron.jobs import create_job

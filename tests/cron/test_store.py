@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.config import HermesConfig
+from hermes_core.config import HermesConfig
 from cron import scheduler
 from cron.jobs import JobError, create_job, pause_job, remove_job, resolve_job, resume_job, update_job
 from cron.scheduler import Scheduler, plan

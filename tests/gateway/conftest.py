@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 
 import pytest
 
-from agent.config import HermesConfig
+from hermes_core.config import HermesConfig
 from tests.gateway.fake_telegram import FakeTelegram
 
 
@@ -129,13 +129,15 @@ class GatewayProcess:
     """``python -m gateway.cli run`` as a real subprocess. Without ``API_SERVER_KEY`` in ``env_extra``
     the gateway generates its key into ``HERMES_HOME/.env``; ``self.key`` is read from there."""
 
-    def __init__(self, home: Path, provider_url: str, *extra: str, api: bool = True, **env_extra: str) -> None:
+    def __init__(self, home: Path, provider_url: str, *extra: str, api: bool = True,
+                 preexec_fn: Optional[Callable[[], None]] = None, **env_extra: str) -> None:
         env = dict(os.environ, HERMES_HOME=str(home), OPENAI_BASE_URL=provider_url, OPENAI_API_KEY="test-key",
                    HERMES_MODEL="fake-model", PYTHONPATH=str(REPO), **env_extra)
         flags = ["--api-server", "--port", "0"] if api else []
         self.home = home
         self.proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "run", *flags, *extra],
-                                     cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     preexec_fn=preexec_fn)
         lines: "queue.Queue[str]" = queue.Queue()
         self.stderr: list[str] = []
         threading.Thread(target=lambda: [lines.put(x) for x in self.proc.stdout], daemon=True).start()  # type: ignore[union-attr]
@@ -188,8 +190,8 @@ def gateway_process(hermes_home: Path, fake_provider: Any) -> Callable[..., Gate
     """Start gateway subprocesses against ``fake_provider``; each is stopped (SIGTERM) afterwards."""
     started: list[GatewayProcess] = []
 
-    def start(*extra: str, **env_extra: str) -> GatewayProcess:
-        proc = GatewayProcess(hermes_home, fake_provider.base_url, *extra, **env_extra)
+    def start(*extra: str, preexec_fn: Optional[Callable[[], None]] = None, **env_extra: str) -> GatewayProcess:
+        proc = GatewayProcess(hermes_home, fake_provider.base_url, *extra, preexec_fn=preexec_fn, **env_extra)
         started.append(proc)
         return proc
 

@@ -148,3 +148,39 @@ def test_wildcard_bind_accepts_ip_literals_but_not_names():
     assert host_allowed("192.168.1.5:8642", "0.0.0.0", 8642)
     assert not host_allowed("nas.local:8642", "0.0.0.0", 8642)
     assert not host_allowed("192.168.1.5:8642", "127.0.0.1", 8642)
+
+
+def raw_request(port: int, head: bytes, body: bytes) -> tuple[int, str]:
+    """Send bytes as they are (curl and urllib would re-encode a header that is not ASCII)."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(head + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    status_line, _, rest = data.partition(b"\r\n")
+    return int(status_line.split()[1]), rest.partition(b"\r\n\r\n")[2].decode("utf-8", "replace")
+
+
+def test_a_non_ascii_authorization_header_is_a_401_not_a_crash(gateway_process, hermes_home):
+    """Issue 20 item 12: bytes that are not ASCII in the Authorization header (a mangled key, a
+    probe) used to raise inside the key check: HTTP 500 and a traceback per request."""
+    gw = gateway_process()
+    for value in ("Bearer cl\u00e9".encode("utf-8"), b"Bearer \xff\xfe\x80", b"\xc3(Bearer"):
+        head = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % gw.port
+                + b"Content-Type: application/json\r\nAuthorization: " + value + b"\r\n")
+        status, body = raw_request(gw.port, head, CHAT_BODY.encode())
+        assert status == 401 and _error_code(body) == "invalid_api_key", (value, status, body)
+    assert gw.terminate_and_wait() == 0
+    log = (hermes_home / "logs" / "gateway.log").read_text()
+    assert "Traceback" not in log and "failed" not in log
+
+
+def test_key_check_takes_any_header_text():
+    from gateway.platforms.api_server.security import key_matches
+
+    key = "k\u00e9y-0123456789abcdef".encode()
+    assert key_matches("Bearer k\u00e9y-0123456789abcdef", key)
+    for header in ("Bearer \udcff\udcfe", "Bearer \u043a\u043b\u044e\u0447", "\udcc3Bearer x", None, ""):
+        assert key_matches(header, key) is False

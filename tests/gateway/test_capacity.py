@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.config import ConfigError
+from hermes_core.config import ConfigError
 from gateway.capacity import (MAX_LIMIT, MIN_LIMIT, MachineLimits, TurnGauge, TurnLimitReached,
                               TurnSettings, derive_turn_limit, turn_settings, machine_limits, retry_after)
 

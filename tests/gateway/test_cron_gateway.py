@@ -85,7 +85,7 @@ def test_a_job_made_in_the_chat_is_run_by_the_gateway_and_delivered_there(env, f
 def test_failures_are_sent_once_and_a_missing_chat_is_recorded(env, fake_provider, hermes_home):
     fake, db, start = env
     fake.missing_chats.add(555)
-    from agent.config import HermesConfig
+    from hermes_core.config import HermesConfig
     from cron.jobs import create_job
 
     cfg = HermesConfig()
@@ -112,7 +112,7 @@ def test_failures_are_sent_once_and_a_missing_chat_is_recorded(env, fake_provide
 
 def test_a_gateway_killed_mid_run_leaves_an_unknown_run_that_never_fires_again(env, fake_provider):
     fake, db, start = env
-    from agent.config import HermesConfig
+    from hermes_core.config import HermesConfig
     from cron.jobs import create_job
 
     job = create_job(db, prompt="long report", schedule="every 1h", deliver=f"telegram:{CHAT}",

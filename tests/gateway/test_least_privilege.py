@@ -9,9 +9,9 @@ import stat
 
 import pytest
 
-from agent.config import ConfigError, parse_config
+from hermes_core.config import ConfigError, parse_config
 from gateway.runner import GatewayRunner, default_agent_factory
-from gateway.tool_policy import gateway_toolsets
+from agent.tool_policy import gateway_toolsets
 from hermes_state import SessionDB
 from tests.fake_provider import text, tool_calls
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from agent.config import ConfigError
+from hermes_core.config import ConfigError
 from gateway.cli import run_flags, worker_count
 from gateway.supervisor import (MAX_BACKOFF, exit_reason, reserve_port, restart_delay, worker_argv,
                                 worker_lines)

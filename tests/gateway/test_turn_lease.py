@@ -109,7 +109,7 @@ def test_the_lease_is_free_again_when_the_turn_ends(make_gateway, provider_env, 
 
 
 def test_sqlite_takes_no_lease_and_bad_wait_settings_are_refused():
-    from agent.config import ConfigError
+    from hermes_core.config import ConfigError
     from hermes_state import SessionDB
 
     db = SessionDB()
@@ -149,3 +149,29 @@ def test_after_a_database_restart_the_next_turn_works(make_gateway, provider_env
     status, _, body = post(gw, "two", session)
     assert status == 200 and body["choices"][0]["message"]["content"] == "after"
     assert _contents(provider_env.last_request) == ["one", "before", "two"]
+
+
+def test_a_fenced_write_is_refused_once_the_lock_connection_died(pg_url):
+    """The store side of issue 20 item 9: ``lock_fence`` is checked inside the write's transaction."""
+    import psycopg
+
+    from hermes_state import LeaseLost, SessionDB
+
+    db = SessionDB(url=pg_url)
+    try:
+        assert db.lock_fence(lease_name("s1")) is None  # not held here
+        with db.advisory_lock(lease_name("s1"), wait=0) as got:
+            assert got
+            fence = db.lock_fence(lease_name("s1"))
+            db.append_messages("s1", [{"role": "user", "content": "while held"}], fence=fence)
+            with psycopg.connect(pg_url, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (fence.pid,))
+            with pytest.raises(LeaseLost):
+                db.append_messages("s1", [{"role": "assistant", "content": "too late"}], fence=fence)
+            with pytest.raises(LeaseLost):
+                db.replace_active_messages("s1", [{"role": "user", "content": "x"}], [], fence=fence)
+        assert [m["content"] for m in db.get_messages("s1")] == ["while held"]
+    finally:
+        db.close()
+    with SessionDB() as local:
+        assert local.lock_fence(lease_name("s1")) is None  # SQLite: one process, nothing to fence

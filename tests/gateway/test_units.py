@@ -137,7 +137,7 @@ def test_unreadable_config_is_one_line(hermes_home, capsys):
 
 def test_config_error_anywhere_in_startup_is_one_line(hermes_home, capsys, monkeypatch):
     import gateway.cli as cli
-    from agent.config import ConfigError
+    from hermes_core.config import ConfigError
 
     def bad(*_a, **_k):
         raise ConfigError("model.provider 'nope' is not a known provider")

@@ -201,3 +201,53 @@ def test_telegram_poller_moves_to_another_worker_when_its_worker_dies(hermes_hom
         if gw is not None:
             gw.terminate_and_wait()
         fake.stop()
+
+
+def test_a_worker_that_loses_its_lease_connection_writes_nothing_more(hermes_home, tmp_path, fake_provider,
+                                                                      held, pg_store):
+    """Issue 20 item 9: two gateway processes (two hosts: their own HERMES_HOME, one PostgreSQL
+    store). Worker A's lock connection is terminated mid-turn, so B takes the session's lease and
+    answers the next message while A's turn goes on. A's late reply must not land in the
+    transcript: its commit is refused, its turn ends interrupted, the user's message is kept."""
+    import psycopg
+
+    from gateway.lease import lease_name
+
+    (tmp_path / "b").mkdir()
+    a = GatewayProcess(hermes_home, fake_provider.base_url, API_SERVER_KEY="worker-key-0123456789abcdef")
+    b = GatewayProcess(tmp_path / "b", fake_provider.base_url, API_SERVER_KEY="worker-key-0123456789abcdef")
+    try:
+        session = f"fence-{uuid.uuid4().hex[:8]}"
+        pending = chat_async(a, HOLD, session)
+        wait_until(lambda: any(_contents(r)[-1] == HOLD for r in fake_provider.requests), 60, "A's turn")
+        with SessionDB(url=pg_store) as db:
+            sid = db.get_session_for_key(f"api_server:session:{session}")
+        with psycopg.connect(pg_store, autocommit=True) as admin:
+            (pid,) = admin.execute(
+                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND"
+                " classid::bigint = ((hashtextextended(%s, 0) >> 32) & 4294967295) AND"
+                " objid::bigint = (hashtextextended(%s, 0) & 4294967295)",
+                (lease_name(sid), lease_name(sid))).fetchone()
+            assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0]
+
+        status, headers, body = chat(b, "while A is stuck", session)  # B gets the lease at once
+        assert status == 200 and headers["X-Hermes-Session-Id"] == sid
+        seen = _contents(fake_provider.last_request)
+        assert seen[0] == HOLD and seen[-1] == "while A is stuck"  # A's message was kept
+        held.set()
+        status, _, body = pending.get(timeout=60)
+        assert status == 503 and body["error"]["code"] == "interrupted"
+        with SessionDB(url=pg_store) as db:
+            stored = [m["content"] for m in db.get_active_messages(sid) if m["role"] in ("user", "assistant")]
+        assert stored[0] == HOLD and stored[-2:] == ["while A is stuck", "answer to while A is stuck"]
+        assert f"answer to {HOLD}" not in stored  # A's late reply was refused
+        # A's next turn of the session takes a fresh lease and sees B's exchange
+        status, _, body = chat(a, "back on A", session)
+        assert status == 200
+        seen = _contents(fake_provider.last_request)
+        assert seen[-3:] == ["while A is stuck", "answer to while A is stuck", "back on A"]
+        assert f"answer to {HOLD}" not in seen
+    finally:
+        held.set()
+        for gw in (a, b):
+            gw.terminate_and_wait()

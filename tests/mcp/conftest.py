@@ -102,7 +102,7 @@ def start_mcp(hermes_home: Path) -> Iterator[Callable[..., Any]]:
     """start_mcp({name: entry}, report=None) -> the process's MCPManager (tools registered)."""
     from types import SimpleNamespace
 
-    from agent.mcp.manager import shutdown_servers, start_servers
+    from tools.mcp.manager import shutdown_servers, start_servers
 
     def start(servers: dict, report: Optional[Callable[[str, str], None]] = None) -> Any:
         return start_servers(SimpleNamespace(mcp_servers=servers), report=report)

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.timeout(120)
 HOST = textwrap.dedent(f"""
     import sys, time
     from types import SimpleNamespace
-    from agent.mcp.manager import start_servers
+    from tools.mcp.manager import start_servers
     from tools import registry
     start_servers(SimpleNamespace(mcp_servers={{"s": {{"command": sys.executable,
         "args": [{SERVER!r}, "--spawn-child"], "connect_timeout": 30}}}}))

@@ -1,7 +1,7 @@
 """`mcp_servers` parsing (pure): each bad entry is one line naming server and field; the rest load."""
 from __future__ import annotations
 
-from agent.mcp.config import (DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, child_env, display_url,
+from tools.mcp.config import (DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, child_env, display_url,
                               parse_servers, tool_selected)
 
 ENV = {"PATH": "/usr/bin", "HOME": "/home/u", "LANG": "C.UTF-8", "GH_TOKEN": "ghp_secret_value",

@@ -35,7 +35,7 @@ def test_the_real_time_server_tools_become_agent_tools(start_mcp, hermes_home):
 
 
 def test_one_server_results_errors_timeouts_env_and_shutdown(start_mcp, monkeypatch):
-    from agent.mcp.manager import shutdown_servers
+    from tools.mcp.manager import shutdown_servers
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak-1234")
     monkeypatch.setenv("HERMES_MCP_TEST_TOKEN", "tok-configured-5678")

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from agent.mcp.tools import check_schema, is_error, plan_tools, result_text, tool_name
+from tools.mcp.tools import check_schema, is_error, plan_tools, result_text, tool_name
 
 VALID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 

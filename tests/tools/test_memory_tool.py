@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from agent import memory_store as store
+from tools.memory import store as store
 from tests.conftest import write_config
 from tests.fake_provider import text, tool_calls
 from tests.test_compression_e2e import SUMMARY

@@ -205,7 +205,7 @@ def test_a_declared_toolset_is_valid_before_its_tools_exist():
 
 
 def test_agent_rejects_a_misspelt_toolset_and_config_toolsets_apply(make_agent, hermes_home):
-    from agent.config import ConfigError
+    from hermes_core.config import ConfigError
     from tests.conftest import write_config
 
     with pytest.raises(UnknownToolsetError, match="'terminl'"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from agent.tokens import estimate_text_tokens
+from hermes_core.tokens import estimate_text_tokens
 from tests.fake_provider import text, tool_calls
 from tests.test_skills_loader import write_skill
 from tools.registry import get_tool_definitions

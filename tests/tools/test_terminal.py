@@ -185,7 +185,7 @@ def test_ansi_is_stripped(ctx):
 
 def test_the_shell_gets_no_provider_or_platform_secrets(tmp_path, monkeypatch):
     # issue 15 item 4: `env` in the agent's shell used to print every key Hermes was started with
-    from agent.config import parse_config
+    from hermes_core.config import parse_config
 
     secret_env = {
         "OPENAI_API_KEY": "sk-openai-secret-1", "OPENROUTER_API_KEY": "sk-or-secret-22",

@@ -13,8 +13,7 @@ Other features add their routes with ``APIServer.add_routes(registrar)`` (see do
 """
 from __future__ import annotations
 
-from typing import Callable
-
+from gateway.platforms.api_server.routes import builtin_registrars
 from gateway.platforms.api_server.security import is_loopback
 from gateway.platforms.api_server.server import (DEFAULT_HOST, DEFAULT_MAX_BODY, DEFAULT_PORT, APIServer,
                                                  APIServerConfigError, RouteRegistrar)
@@ -24,10 +23,3 @@ from gateway.platforms.api_server.wire import MODEL_ID, APIError, error_response
 __all__ = ["APIServer", "APIServerConfigError", "APIError", "RouteRegistrar", "error_response", "read_json",
            "query_int", "is_loopback", "DEFAULT_HOST", "DEFAULT_PORT", "DEFAULT_MAX_BODY", "MODEL_ID",
            "SESSION_ID_HEADER", "SESSION_KEY_HEADER", "builtin_registrars"]
-
-
-def builtin_registrars() -> list[Callable[[APIServer], None]]:
-    """The routes every API server has, in registration order."""
-    from gateway.platforms.api_server import chat, responses, server, sessions_api
-
-    return [server.register_basics, chat.register, responses.register, sessions_api.register]

@@ -106,8 +106,11 @@ def is_json_content_type(value: Optional[str]) -> bool:
 
 
 def key_matches(authorization: Optional[str], key: bytes) -> bool:
+    """A header that is not valid UTF-8 arrives with surrogate escapes: those bytes are compared
+    as sent (never a key, never an exception)."""
     auth = authorization or ""
-    given = auth[7:].strip().encode() if auth[:7].lower() == "bearer " else b""
+    token = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
+    given = token.encode("utf-8", "surrogateescape")
     return hmac.compare_digest(given, key)
 
 

@@ -13,6 +13,8 @@ from typing import Any, Awaitable, Callable, Iterable, Optional
 
 from aiohttp import web
 
+from gateway.platforms.api_server.connections import (DEFAULT_IDLE_TIMEOUT, ConnectionGuard,
+                                                      connection_cap)
 from gateway.platforms.api_server.security import add_cors_headers, is_loopback, make_middleware
 from gateway.platforms.api_server.wire import MODEL_ID
 
@@ -36,9 +38,12 @@ class APIServer:
     def __init__(self, runner: Any, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
                  key: Optional[str] = None, max_body_bytes: int = DEFAULT_MAX_BODY,
                  allowed_hosts: Iterable[str] = (), cors_origins: Iterable[str] = (), reuse_port: bool = False,
-                 response_headers: Optional[dict[str, str]] = None) -> None:
+                 response_headers: Optional[dict[str, str]] = None,
+                 idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+                 max_connections: Optional[int] = None) -> None:
         """``reuse_port``: share the port with other workers (``hermes gateway run --workers``);
-        ``response_headers`` go on every response (a worker names itself: ``X-Hermes-Worker``)."""
+        ``response_headers`` go on every response (a worker names itself: ``X-Hermes-Worker``);
+        ``idle_timeout``/``max_connections``: see ``api_server.connections``."""
         if not key:
             raise APIServerConfigError(
                 "API server: no API key. Set API_SERVER_KEY (or gateway.api_server.key); `hermes gateway "
@@ -57,6 +62,8 @@ class APIServer:
         self._registrars: list[RouteRegistrar] = []
         self._app: Optional[web.Application] = None
         self._site_runner: Optional[web.AppRunner] = None
+        self.idle_timeout = idle_timeout
+        self.guard = ConnectionGuard(connection_cap(_open_files_limit(), max_connections))
 
     # -- extension ------------------------------------------------------------------------------
     def add_routes(self, registrar: RouteRegistrar) -> "APIServer":
@@ -74,9 +81,10 @@ class APIServer:
 
     # -- lifecycle ------------------------------------------------------------------------------
     def app(self) -> web.Application:
-        from gateway.platforms.api_server import builtin_registrars
+        from gateway.platforms.api_server.routes import builtin_registrars
 
-        self._app = web.Application(middlewares=[make_middleware(self)], client_max_size=self.max_body + 1)
+        self._app = web.Application(middlewares=[self.guard.middleware(), make_middleware(self)],
+                                    client_max_size=self.max_body + 1)
         self._app.on_response_prepare.append(add_cors_headers)
         if self.response_headers:
             async def add_own_headers(_request: web.Request, response: web.StreamResponse) -> None:
@@ -104,17 +112,19 @@ class APIServer:
                     "`hermes config set gateway.api_server.port N`") from None
 
     async def start(self) -> None:
-        self._site_runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        """Listen; every accepted connection goes through ``self.guard`` (the connection cap)."""
+        self._site_runner = web.AppRunner(self.app(), access_log=None, handle_signals=False,
+                                          keepalive_timeout=self.idle_timeout)
         await self._site_runner.setup()
-        site = web.TCPSite(self._site_runner, self.host, self.port, backlog=LISTEN_BACKLOG,
-                           reuse_port=self.reuse_port or None)
-        await site.start()
-        if self.port == 0:
-            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        log.info("API server listening on http://%s:%d (Bearer key required%s)", self.host, self.port,
-                 "" if is_loopback(self.host) else "; listening beyond loopback")
+        assert self._site_runner.server is not None
+        self.port = self.guard.listen(self._site_runner.server, self.host, self.port,
+                                      LISTEN_BACKLOG, self.reuse_port)
+        log.info("API server listening on http://%s:%d (Bearer key required%s; at most %d "
+                 "connections)", self.host, self.port,
+                 "" if is_loopback(self.host) else "; listening beyond loopback", self.guard.cap)
 
     async def stop(self) -> None:
+        self.guard.close()  # no new connections; the runner drains the open ones
         if self._site_runner is not None:
             await self._site_runner.cleanup()
             self._site_runner = None
@@ -127,19 +137,8 @@ class APIServer:
                 "features": dict(self.features), "endpoints": dict(self.endpoints)}
 
 
-def register_basics(server: APIServer) -> None:
-    """``/health``, ``/v1/models``, ``/v1/capabilities``."""
-    async def health(_request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok" if server.runner.accepting else "draining",
-                                  "platform": "hermes"})
+def _open_files_limit() -> Optional[int]:
+    import resource
 
-    async def models(_request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [
-            {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "hermes"}]})
-
-    async def capabilities(_request: web.Request) -> web.Response:
-        return web.json_response(server.capabilities())
-
-    server.add_endpoint("health", "GET", "/health", health)
-    server.add_endpoint("models", "GET", "/v1/models", models)
-    server.add_endpoint("capabilities", "GET", "/v1/capabilities", capabilities)
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return None if soft == resource.RLIM_INFINITY else int(soft)

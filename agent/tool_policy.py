@@ -1,0 +1,74 @@
+"""What a chat or API user's agent may touch: its toolsets and the one directory its file tools reach.
+
+Whoever can message the bot drives these agents, so they get less than the owner at the terminal:
+no shell unless `gateway.toolsets` names it (separate from the CLI's `toolsets`), and file tools
+confined to `gateway.working_dir` (env `MESSAGING_CWD`, Hermes' name; default
+`HERMES_HOME/workspace`, created 0700).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from hermes_core.config import ConfigError, hermes_home
+
+DISABLED_BY_DEFAULT = ("terminal",)
+
+
+def gateway_toolsets(gw: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """(enabled_toolsets, disabled_toolsets) for a gateway agent, from `gateway.toolsets`.
+
+    Unset: every toolset that exists now except the terminal (the owner's MCP servers included;
+    call it per agent, they register when they start). The CLI's `toolsets:` never applies here:
+    chat users do not inherit the owner's choices at the terminal.
+    """
+    from tools.registry import UnknownToolsetError, check_toolset_names, toolset_names
+
+    raw = gw.get("toolsets")
+    if raw is None:
+        return [t for t in toolset_names() if t not in DISABLED_BY_DEFAULT], []
+    if isinstance(raw, str):
+        raw = raw.split(",")
+    if not isinstance(raw, (list, tuple)) or not all(isinstance(t, str) for t in raw):
+        raise ConfigError("config.yaml: `gateway.toolsets` must be a list of toolset names, e.g. "
+                          "[file, todo, memory]; fix it with `hermes config set gateway.toolsets file,todo`")
+    names = [t.strip() for t in raw if t.strip()]
+    try:  # MCP toolsets exist once their servers start: those names are checked by the registry then
+        check_toolset_names([n for n in names if not n.startswith("mcp-")])
+    except UnknownToolsetError as exc:
+        raise ConfigError(f"config.yaml `gateway.toolsets`: {exc}") from None
+    return names, []
+
+
+def gateway_working_dir(gw: Mapping[str, Any], env: Optional[Mapping[str, str]] = None) -> Path:
+    """The gateway agents' working directory (created if missing); env beats config.yaml."""
+    env = os.environ if env is None else env
+    raw = env.get("MESSAGING_CWD") or gw.get("working_dir")
+    if raw is not None and not isinstance(raw, str):
+        raise ConfigError("config.yaml: `gateway.working_dir` must be a directory path")
+    if raw:
+        path = Path(raw).expanduser()
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"gateway working directory {path} cannot be created ({exc.strerror}); "
+                              "set gateway.working_dir or MESSAGING_CWD to a usable directory") from None
+        if not path.is_dir():
+            raise ConfigError(f"gateway working directory {path} is not a directory; "
+                              "set gateway.working_dir or MESSAGING_CWD to a directory")
+        return path.resolve()
+    path = hermes_home() / "workspace"
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)  # chat users' files: the owner's eyes only
+    return path.resolve()
+
+
+def run_policy(cfg: Any) -> Any:
+    """What a job made through the gateway (a chat's ``/cron``, the jobs API) may do when it runs:
+    the same toolsets and working directory as the gateway's agents (``cron.policy.RunPolicy``;
+    the consent rule is the runtime's default for the provider, as for those agents)."""
+    from cron.policy import RunPolicy
+
+    gw = cfg.gateway if isinstance(getattr(cfg, "gateway", None), dict) else {}
+    return RunPolicy(tuple(gateway_toolsets(gw)[0]), str(gateway_working_dir(gw)), None)

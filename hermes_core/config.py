@@ -1,0 +1,371 @@
+"""HERMES_HOME paths and configuration: config.yaml + .env + environment -> one validated object.
+
+Precedence (SPEC §1): CLI flags > environment > config.yaml > built-in defaults. Flags are applied by
+the caller (``resolve_provider(..., base_url=flag)``); everything else is resolved here.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+
+class ConfigError(Exception):
+    """config.yaml cannot be used; the message names the file and the fix."""
+
+
+def hermes_home() -> Path:
+    """Where everything lives; read at call time so tests can point HERMES_HOME elsewhere."""
+    return Path(os.environ.get("HERMES_HOME") or Path.home() / ".hermes").expanduser()
+
+
+def config_path() -> Path:
+    return hermes_home() / "config.yaml"
+
+
+def env_path() -> Path:
+    return hermes_home() / ".env"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+
+class ModelConfig(_Section):
+    default: Optional[str] = None
+    provider: Optional[str] = None
+    base_url: Optional[str] = None
+    api_key: Optional[str] = None
+    context_length: Optional[int] = Field(default=None, gt=0)
+    path: Optional[str] = None  # GGUF file for provider "local"
+    seed: Optional[int] = None  # sampling seed (the embedded model)
+    temperature: Optional[float] = Field(default=None, ge=0)  # embedded model default: greedy
+    timeout: Optional[float] = Field(default=None, gt=0)  # s without an answer (embedded: restart)
+    tool_choice: Optional[Literal["auto", "required", "none"]] = None  # required: first reply calls
+
+
+class CompressionConfig(_Section):
+    enabled: bool = True
+    threshold: float = Field(default=0.50, gt=0, le=1)
+    threshold_tokens: Optional[int] = Field(default=None, gt=0)
+    target_ratio: float = Field(default=0.20, gt=0, le=1)
+    protect_first_n: int = Field(default=3, ge=0)
+    protect_last_n: int = Field(default=20, ge=1)
+    max_attempts: int = 3
+    summary_timeout: float = Field(default=60.0, gt=0)
+
+    @field_validator("max_attempts")
+    @classmethod
+    def _clamp_attempts(cls, v: int) -> int:
+        return max(1, min(10, int(v)))
+
+
+class AuxModel(_Section):
+    model: Optional[str] = None
+    base_url: Optional[str] = None
+    api_key: Optional[str] = None
+
+
+class AuxiliaryConfig(_Section):
+    compression: AuxModel = Field(default_factory=AuxModel)
+
+
+class AgentConfig(_Section):
+    max_turns: int = Field(default=90, ge=1)
+    save_trajectories: bool = False
+
+
+class TerminalConfig(_Section):
+    timeout: int = Field(default=180, ge=1)
+    cwd: Optional[str] = None
+    max_output_chars: int = Field(default=50_000, ge=1000)
+
+
+class MemoryConfig(_Section):
+    memory_enabled: bool = True
+    user_profile_enabled: bool = True
+    memory_char_limit: int = Field(default=2200, ge=100)
+    user_char_limit: int = Field(default=1375, ge=100)
+
+
+class ContextFilesConfig(_Section):
+    max_chars: int = Field(default=20_000, ge=1000)  # per file; head and tail kept past it
+
+
+class ToolsetsConfig(_Section):
+    """``toolsets: [terminal, file]`` (the enabled list) or ``{enabled: [...], disabled: [...]}``."""
+
+    enabled: Optional[list[str]] = None
+    disabled: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_list(cls, v: Any) -> Any:
+        if v is None:
+            return {}
+        if isinstance(v, str):
+            v = [t.strip() for t in v.split(",") if t.strip()]
+        return {"enabled": v} if isinstance(v, list) else v
+
+
+class CronConfig(_Section):
+    tick_interval: float = Field(default=30.0, gt=0)  # seconds between the gateway's ticks
+    run_timeout: float = Field(default=900.0, gt=0)  # a run past this is interrupted
+    stale_after: float = Field(default=600.0, gt=0)  # no heartbeat this long: the run is unknown
+    max_parallel: int = Field(default=4, ge=1)  # runs at once in one process
+
+
+class DelegationConfig(_Section):
+    """delegate_task (SPEC §13). model/base_url/api_key unset: children use the parent's provider."""
+
+    max_concurrent_children: int = Field(default=3, ge=1)
+    max_iterations: int = Field(default=50, ge=1)
+    max_depth: int = Field(default=1, ge=0)  # 1: children cannot delegate; 0: no delegation at all
+    child_timeout: float = Field(default=600.0, gt=0)  # seconds per child
+    max_answer_chars: int = Field(default=4000, ge=500)  # per child, head and tail kept
+    model: Optional[str] = None
+    base_url: Optional[str] = None
+    api_key: Optional[str] = None
+
+
+class SkillsConfig(_Section):
+    """SPEC §10: where skills come from, what the prompt lists, when the review runs."""
+
+    external_dirs: list[str] = Field(default_factory=list)  # read-only roots, after HERMES_HOME/skills
+    disabled: list[str] = Field(default_factory=list)  # skill names left out everywhere
+    index_budget: int = Field(default=1000, ge=0)  # tokens of the prompt's skill index
+    creation_nudge_interval: int = Field(default=10, ge=1)  # tool calls since the last skill write
+    auto_create: bool = True  # the background review may create and patch skills
+
+    @field_validator("external_dirs", "disabled", mode="before")
+    @classmethod
+    def _listify(cls, v: Any) -> Any:
+        if v is None:
+            return []
+        return [t.strip() for t in v.split(",") if t.strip()] if isinstance(v, str) else v
+
+
+class PluginsConfig(_Section):
+    """Hermes' keys: third-party plugins load only when ``enabled`` names them; ``disabled`` turns
+    off any plugin, built-ins included."""
+
+    enabled: list[str] = Field(default_factory=list)
+    disabled: list[str] = Field(default_factory=list)
+
+    @field_validator("enabled", "disabled", mode="before")
+    @classmethod
+    def _listify(cls, v: Any) -> Any:
+        if v is None:
+            return []
+        return [t.strip() for t in v.split(",") if t.strip()] if isinstance(v, str) else v
+
+
+class StoreConfig(_Section):
+    """Where sessions live: ``url: postgresql://...`` for a shared store, else SQLite."""
+
+    url: Optional[str] = None
+    pool_size: int = Field(default=10, ge=1)  # PostgreSQL connections per process
+
+
+def store_url(cfg: Optional["HermesConfig"] = None) -> Optional[str]:
+    """The configured store: ``HERMES_DATABASE_URL`` (wins), else ``store.url``; None = SQLite."""
+    env = os.environ.get("HERMES_DATABASE_URL", "").strip()
+    if env:
+        return env
+    url = cfg.store.url if cfg is not None else None
+    return url.strip() or None if url else None
+
+
+class ApiServerShape(_Section):
+    """What ``gateway.api_server`` values must look like (the section itself stays a mapping)."""
+
+    port: Optional[int] = Field(default=None, ge=1, le=65535)  # (`--port 0` picks a free one)
+    host: Optional[str] = None
+    max_body_bytes: Optional[int] = Field(default=None, gt=0)
+
+
+class TelegramShape(_Section):
+    poll_timeout: Optional[float] = Field(default=None, gt=0)
+    election_interval: Optional[float] = Field(default=None, gt=0)
+
+
+class GatewayShape(_Section):
+    """Checked when config.yaml is read, so a bad value stops every command at once instead of
+    the gateway after its warm-up; the gateway keeps reading ``cfg.gateway`` as a mapping."""
+
+    api_server: ApiServerShape = Field(default_factory=ApiServerShape)
+    telegram: TelegramShape = Field(default_factory=TelegramShape)
+    busy_policy: Optional[Literal["queue", "interrupt"]] = None
+    warmup: Optional[bool] = None
+    max_cached_agents: Optional[int] = Field(default=None, ge=1)
+    workers: Optional[int] = Field(default=None, ge=1)
+    drain_timeout: Optional[float] = Field(default=None, ge=0)
+
+
+class HermesConfig(_Section):
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    compression: CompressionConfig = Field(default_factory=CompressionConfig)
+    auxiliary: AuxiliaryConfig = Field(default_factory=AuxiliaryConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    terminal: TerminalConfig = Field(default_factory=TerminalConfig)
+    gateway: dict[str, Any] = Field(default_factory=dict)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    context_files: ContextFilesConfig = Field(default_factory=ContextFilesConfig)
+    toolsets: ToolsetsConfig = Field(default_factory=ToolsetsConfig)
+    delegation: DelegationConfig = Field(default_factory=DelegationConfig)
+    timezone: Optional[str] = None  # IANA name for schedules; None: the system's
+    cron: CronConfig = Field(default_factory=CronConfig)
+    # checked entry by entry by agent.mcp.config, so one bad server cannot fail the whole file
+    mcp_servers: Any = None
+
+
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    plugins: PluginsConfig = Field(default_factory=PluginsConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, v: Optional[str]) -> Optional[str]:
+        if v is None or not str(v).strip():
+            return None
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(str(v).strip())
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"{v!r} is not a time zone; use an IANA name such as Europe/Paris, "
+                             "America/New_York or UTC") from None
+        return str(v).strip()
+
+
+def load_plugins(cfg: HermesConfig) -> list:
+    """Load the process's plugins once (built-ins, pip packages, HERMES_HOME/plugins folders) with
+    this config's enabled/disabled lists; later calls return what the first one did."""
+    from hermes_core.plugin_loader import LOADER
+
+    return LOADER.load(hermes_home(), enabled=cfg.plugins.enabled, disabled=cfg.plugins.disabled)
+
+
+def load_env_file(path: Optional[Path] = None) -> None:
+    """Load HERMES_HOME/.env into os.environ without overriding variables already set."""
+    p = path or env_path()
+    if not p.is_file():
+        return
+    from dotenv import dotenv_values
+
+    for key, value in dotenv_values(p).items():
+        if value is not None and key not in os.environ:
+            os.environ[key] = value
+
+
+def read_raw_config(path: Optional[Path] = None) -> dict[str, Any]:
+    """The YAML mapping as written (empty when there is no file)."""
+    p = path or config_path()
+    if not p.is_file():
+        return {}
+    import yaml
+
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise ConfigError(f"{p} is not valid YAML{where}; fix it or move it aside and run `hermes setup`") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {p}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p} is not UTF-8 text; save it as UTF-8 or move it aside and run `hermes setup`") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p} must be a YAML mapping (key: value), not {type(data).__name__}; fix it or run `hermes setup`")
+    return data
+
+
+def _config_error(exc: ValidationError, source: str, prefix: str = "") -> ConfigError:
+    first = exc.errors()[0]
+    loc = prefix + ".".join(str(p) for p in first["loc"])
+    msg = first["msg"].removeprefix("Value error, ")
+    msg = msg[:1].lower() + msg[1:]
+    return ConfigError(f"{source}: `{loc}` {msg}; fix it with `hermes config set {loc} <value>`")
+
+
+def parse_config(data: dict[str, Any], source: str = "config.yaml") -> HermesConfig:
+    try:
+        cfg = HermesConfig.model_validate(data)
+    except ValidationError as exc:
+        raise _config_error(exc, source) from None
+    try:
+        GatewayShape.model_validate(cfg.gateway or {})
+    except ValidationError as exc:
+        raise _config_error(exc, source, "gateway.") from None
+    return cfg
+
+
+def load_config(path: Optional[Path] = None) -> HermesConfig:
+    """Validated config; raises ConfigError with one clear line when the file is junk."""
+    p = path or config_path()
+    return parse_config(read_raw_config(p), str(p))
+
+
+class ProviderSettings(BaseModel):
+    provider: str
+    base_url: Optional[str]
+    api_key: Optional[str]
+    model: str  # "": none configured, the endpoint's list decides (agent.providers.models)
+    context_length: Optional[int] = None
+    model_path: Optional[str] = None
+    key_var: Optional[str] = None  # where this provider's key is read from (named in errors)
+
+
+def _provider_source(flag: Optional[str]) -> str:
+    if flag:
+        return "--provider"
+    if os.environ.get("HERMES_PROVIDER"):
+        return "HERMES_PROVIDER"
+    return "model.provider in config.yaml"
+
+
+def resolve_provider(
+    cfg: Optional[HermesConfig] = None,
+    *,
+    base_url: Optional[str] = None,
+    api_key: Optional[str] = None,
+    model: Optional[str] = None,
+    provider: Optional[str] = None,
+) -> ProviderSettings:
+    """Arguments > environment > config.yaml > defaults; nothing configured means the local model.
+
+    Raises ConfigError (nothing is sent) for an unknown provider name, a provider that needs a
+    base URL or a key and has none: the message names what to set (hermes_core.provider_table)."""
+    from hermes_core import provider_table as catalog
+
+    cfg = cfg or HermesConfig()
+    env = os.environ
+    m = cfg.model
+    name = provider or env.get("HERMES_PROVIDER") or m.provider
+    try:
+        info = catalog.lookup(name)
+    except catalog.UnknownProvider as exc:
+        known = catalog.UnknownProvider(exc.name, exc.hint, _provider_source(provider))
+        raise ConfigError(str(known)) from None
+    base_url = base_url or env.get("OPENAI_BASE_URL") or m.base_url
+    model = model or env.get("HERMES_MODEL") or m.default or getattr(m, "model", None) or ""
+    if info is None:
+        info = catalog.detect(base_url, api_key or m.api_key, env)
+    if info.name == "local":
+        return ProviderSettings(provider="local", base_url=None, api_key=None,
+                                model=model or catalog.LOCAL_MODEL,
+                                context_length=m.context_length, model_path=m.path)
+    base_url = base_url or info.base_url
+    if not base_url:
+        raise ConfigError(catalog.missing_url_message(info))
+    key = api_key or catalog.key_from_env(info, env) or m.api_key
+    if info.needs_key and not key:
+        raise ConfigError(catalog.missing_key_message(info))
+    return ProviderSettings(provider=info.name, base_url=base_url, api_key=key,
+                            model=model or info.default_model or "",
+                            context_length=m.context_length, model_path=m.path,
+                            key_var=info.key_var)

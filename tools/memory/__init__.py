@@ -1,0 +1,1 @@
+"""The memory store (MEMORY.md, USER.md) and the memory tool."""
