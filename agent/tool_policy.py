@@ -1,7 +1,7 @@
 """What a chat or API user's agent may touch: its toolsets and the one directory its file tools reach.
 
 Whoever can message the bot drives these agents, so they get less than the owner at the terminal:
-no shell unless `gateway.toolsets` names it (separate from the CLI's `toolsets`), and file tools
+no shell (nor execute_code) unless `gateway.toolsets` names it (separate from the CLI's `toolsets`), and file tools
 confined to `gateway.working_dir` (env `MESSAGING_CWD`, Hermes' name; default
 `HERMES_HOME/workspace`, created 0700).
 """
@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional
 
 from hermes_core.config import ConfigError, hermes_home
 
-DISABLED_BY_DEFAULT = ("terminal",)
+DISABLED_BY_DEFAULT = ("terminal", "code_execution")  # both run arbitrary code on this host
 
 
 def gateway_toolsets(gw: Mapping[str, Any]) -> tuple[list[str], list[str]]:

@@ -119,10 +119,11 @@ def fit_tools(tools: list[dict], fixed_tokens: int, window: Optional[int], *, to
 
     def left_out() -> list[str]:
         kept = {tool_name(t) for t in keep}
+        partly_on = {toolset_of(name) for name in kept}  # terminal stays on without process
         names: list[str] = []
         for t in tools:
             ts = toolset_of(tool_name(t)) or tool_name(t)
-            if tool_name(t) not in kept and ts not in names:
+            if tool_name(t) not in kept and ts not in names and ts not in partly_on:
                 names.append(ts)
         return names
 

@@ -275,6 +275,22 @@ class SlashCommands:
         head = res.answer if res.answer is not None else f"The run ended {res.status}: {res.error}"
         return f"{head}\n(job {job['id']}: {res.status}; output {res.output_path})"
 
+    def cmd_ps(self, arg: str) -> bool:
+        from hermes_cli.checkpoints_cmd import ps_lines
+
+        for line in ps_lines(getattr(self.agent, "session_id", None)):
+            self.r.info(line)
+        return True
+
+    def cmd_rollback(self, arg: str) -> bool:
+        from pathlib import Path
+
+        from hermes_cli.checkpoints_cmd import rollback
+
+        rollback(Path(getattr(self.agent, "cwd", ".")), self._config(), arg, self.r.info,
+                 lambda question, why: self._ask(question, why) in ("once", "always"))
+        return True
+
     def cmd_yolo(self, arg: str) -> bool:
         self.yolo = not self.yolo
         if hasattr(self.agent, "yolo"):

@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     from hermes_cli.store_cmd import add_parser as add_store
 
     add_store(sub)
+    from hermes_cli.checkpoints_cmd import add_parser as add_checkpoints
+
+    add_checkpoints(sub)
 
     pg = sub.add_parser("config", help="show, get or set configuration")
     cs = pg.add_subparsers(dest="config_action", metavar="ACTION")

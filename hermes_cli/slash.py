@@ -35,6 +35,9 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("mcp", "MCP servers: status and tool counts"),
     SlashCommand("cron", "scheduled jobs: list, add, pause, resume, remove, run, runs",
                  "[list|add <schedule> <prompt>|pause|resume|remove|run|runs <job>]"),
+    SlashCommand("ps", "this session's background processes"),
+    SlashCommand("rollback", "list checkpoints; N: show what restoring N changes, then restore",
+                 "[N]"),
     SlashCommand("yolo", "toggle auto-approval of dangerous commands"),
     SlashCommand("quit", "leave hermes", aliases=("exit", "q")),
 )

@@ -11,6 +11,8 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from hermes_core.exec_config import CheckpointsConfig, CodeExecutionConfig, TerminalConfig
+
 
 class ConfigError(Exception):
     """config.yaml cannot be used; the message names the file and the fix."""
@@ -75,12 +77,6 @@ class AuxiliaryConfig(_Section):
 class AgentConfig(_Section):
     max_turns: int = Field(default=90, ge=1)
     save_trajectories: bool = False
-
-
-class TerminalConfig(_Section):
-    timeout: int = Field(default=180, ge=1)
-    cwd: Optional[str] = None
-    max_output_chars: int = Field(default=50_000, ge=1000)
 
 
 class MemoryConfig(_Section):
@@ -224,6 +220,8 @@ class HermesConfig(_Section):
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
     plugins: PluginsConfig = Field(default_factory=PluginsConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
+    code_execution: CodeExecutionConfig = Field(default_factory=CodeExecutionConfig)
+    checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
 
     @field_validator("timezone")
     @classmethod

@@ -67,12 +67,13 @@ def test_300_turns_at_an_8k_window_never_lose_a_message(make_agent, fake_provide
 
 def seeded_session(turns: int, size: int) -> str:
     """A stored session of ``turns`` user/assistant pairs, written straight to the store."""
-    db = SessionDB()
-    sid = db.create_session(source="cli")
     msgs = []
     for i in range(turns):
-        msgs += [{"role": "user", "content": f"filler {i} " + "x" * size}, {"role": "assistant", "content": f"ack {i}"}]
-    db.append_messages(sid, msgs)
+        msgs += [{"role": "user", "content": f"filler {i} " + "x" * size},
+                 {"role": "assistant", "content": f"ack {i}"}]
+    with SessionDB() as db:  # closed here: a connection left to the garbage collector would
+        sid = db.create_session(source="cli")  # checkpoint its WAL whenever it is collected
+        db.append_messages(sid, msgs)
     return sid
 
 

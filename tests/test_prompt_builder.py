@@ -187,7 +187,7 @@ def test_a_small_window_keeps_toolsets_the_user_chose(make_agent, fake_provider,
     write_config(hermes_home, "model:\n  context_length: 4096\n")
     agent_with_files(make_agent, enabled_toolsets=["todo", "terminal"]).run_conversation("hi")
     names = [t["function"]["name"] for t in fake_provider.requests[0]["tools"]]
-    assert sorted(names) == ["terminal", "todo"]
+    assert sorted(names) == ["process", "terminal", "todo"]  # process is in toolset terminal
 
 
 def test_a_resumed_session_keeps_its_stored_prompt_and_fitted_tools(make_agent, fake_provider, hermes_home):

@@ -148,6 +148,8 @@ _PATH = {"type": "string", "description": "File path, absolute or relative to th
 
 def register(ctx: Any) -> None:
     """The plugin entry point (pyproject.toml, group hermes_agent.plugins)."""
+    from tools.backends.files_route import routed  # terminal.backend; checkpoints before writes
+
     ctx.register_tool(ToolSpec(
         "read_file",
         "Read a text file as numbered lines ('   12|text'). Pages with offset/limit; refuses binaries.",
@@ -156,7 +158,7 @@ def register(ctx: Any) -> None:
             "offset": {"type": "integer", "description": "First line to show, 1-based. Default 1."},
             "limit": {"type": "integer", "description": f"Max lines to show. Default 500, max {MAX_READ_LIMIT}."},
         }, "required": ["path"]},
-        read_file, "file",
+        routed("read_file", read_file), "file",
     ))
     ctx.register_tool(ToolSpec(
         "write_file",
@@ -166,7 +168,7 @@ def register(ctx: Any) -> None:
             "path": _PATH,
             "content": {"type": "string", "description": "The complete new file content."},
         }, "required": ["path", "content"]},
-        write_file, "file", mutating=True,
+        routed("write_file", write_file), "file", mutating=True,
     ))
     ctx.register_tool(ToolSpec(
         "patch",
@@ -178,7 +180,7 @@ def register(ctx: Any) -> None:
             "new_string": {"type": "string", "description": "Replacement text."},
             "replace_all": {"type": "boolean", "description": "Replace every occurrence. Default false."},
         }, "required": ["path", "old_string", "new_string"]},
-        patch, "file", mutating=True,
+        routed("patch", patch), "file", mutating=True,
     ))
     ctx.register_tool(ToolSpec(
         "search_files",
@@ -192,5 +194,5 @@ def register(ctx: Any) -> None:
             "max_results": {"type": "integer", "description": "Stop after this many results. Default 100."},
             "ignore_case": {"type": "boolean", "description": "Case-insensitive content search. Default false."},
         }, "required": ["pattern"]},
-        search_files, "file",
+        routed("search_files", search_files), "file",
     ))

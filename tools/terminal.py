@@ -34,6 +34,8 @@ SCHEMA = {
             "type": "string",
             "description": "Directory to run in (relative to the working directory). Default: the working directory.",
         },
+        "background": {"type": "boolean",
+                       "description": "Start it in the background (see process)."},
     },
     "required": ["command"],
 }
@@ -142,7 +144,8 @@ def _kill_group(proc, pgid: int) -> None:
             continue
 
 
-def _resolve_workdir(ctx: ToolContext, workdir: str | None) -> Path:
+def resolve_workdir(ctx: ToolContext, workdir: str | None) -> Path:
+    """The local directory a command runs in (ToolError when it does not exist)."""
     base = Path(ctx.cwd)
     if not workdir:
         path = base
@@ -156,30 +159,50 @@ def _resolve_workdir(ctx: ToolContext, workdir: str | None) -> Path:
 
 
 def run_command(command: str, ctx: ToolContext, timeout: int | None = None, workdir: str | None = None) -> dict:
-    """Run `command` and return {exit_code, output, ...}; no approval checks here."""
+    """Run `command` where this session's commands run (`terminal.backend`) and return
+    {exit_code, output, ...}; no approval checks here."""
+    from tools.backends import backend_for
+
+    return backend_for(ctx).run(command, ctx, timeout, workdir)
+
+
+def command_limit(ctx: ToolContext, timeout: int | None) -> int:
+    """Seconds a command may run: the call's timeout, else the context's, within 1..3600."""
+    limit = int(timeout if timeout is not None else ctx.timeout)
+    return min(max(limit, 1), _MAX_TIMEOUT)
+
+
+def command_env(ctx: ToolContext) -> dict[str, str]:
+    """The environment commands run with: the process's minus every secret, pagers off."""
+    env = shell_environment(os.environ, config_secrets(ctx.config))  # a shell needs no API keys
+    env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
+    return env
+
+
+def run_argv(argv: list[str], ctx: ToolContext, cwd: Path | None, limit: int,
+             env: dict[str, str], on_kill: Any = None, pass_fds: tuple[int, ...] = ()) -> dict:
+    """Run a local command line with the terminal's bounds (time, output, interrupt, the whole
+    process group killed); ``on_kill()`` also runs when it is killed (a remote backend stops the
+    remote side); ``pass_fds`` reach the child (execute_code's RPC). Returns {exit_code, output}."""
     import subprocess
     import time
 
-    cwd = _resolve_workdir(ctx, workdir)
-    limit = int(timeout if timeout is not None else ctx.timeout)
-    limit = min(max(limit, 1), _MAX_TIMEOUT)
-    env = shell_environment(os.environ, config_secrets(ctx.config))  # a shell needs no API keys
-    env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
     read_fd, write_fd = os.pipe()
     try:
         proc = subprocess.Popen(
-            ["bash", "-c", command],
-            cwd=str(cwd),
+            argv,
+            cwd=str(cwd) if cwd is not None else None,
             stdin=subprocess.DEVNULL,
             stdout=write_fd,
             stderr=write_fd,
             env=env,
+            pass_fds=pass_fds,
             start_new_session=True,  # own process group, so a kill reaches every child
         )
     except OSError as exc:
         os.close(read_fd)
         os.close(write_fd)
-        raise ToolError(f"could not start bash: {exc}") from exc
+        raise ToolError(f"could not start {argv[0]}: {exc}") from exc
     os.close(write_fd)
     pgid = proc.pid
     collector = _Collector(read_fd, ctx.max_output_chars)
@@ -196,6 +219,8 @@ def run_command(command: str, ctx: ToolContext, timeout: int | None = None, work
         elif time.monotonic() >= deadline:
             timed_out = True
         if interrupted or timed_out:
+            if on_kill is not None:
+                on_kill()
             _kill_group(proc, pgid)
             break
     # Background children may keep the pipe open; don't wait for them forever.
@@ -222,9 +247,12 @@ def terminal(args: dict, ctx: ToolContext) -> str:
     blocked = detect_blocked(command)
     if blocked:
         raise ToolError(f"command blocked: {blocked}. This is never run, not even with approval.")
+    from tools.backends import backend_for
     from tools.shell_paths import protected_paths_reason
 
-    touched = protected_paths_reason(command, _resolve_workdir(ctx, args.get("workdir")))
+    local = backend_for(ctx).name == "local"  # a remote workdir is not a local directory
+    base = resolve_workdir(ctx, args.get("workdir")) if local else Path(ctx.cwd)
+    touched = protected_paths_reason(command, base)
     reason = "; ".join(r for r in (detect_dangerous(command), touched) if r)
     if reason and not request_approval(command, reason, ctx):
         advice = ("only the user at the terminal can allow it" if touched
@@ -232,6 +260,14 @@ def terminal(args: dict, ctx: ToolContext) -> str:
         raise ToolError(f"command denied: {reason}; {advice}")
     if ctx.interrupt_event is not None and ctx.interrupt_event.is_set():
         return json.dumps({"exit_code": None, "output": "", "status": "not run: the turn was interrupted"})
+    if local:  # issue 27: the working dir is checkpointed before the turn's first command
+        from tools.checkpoints.hook import before_command
+
+        before_command(ctx, base)
+    if args.get("background"):  # issue 27: the process tool owns it from here
+        from tools.process.tool import start_background
+
+        return start_background(command, ctx, args.get("workdir"))
     result = run_command(command, ctx, timeout=args.get("timeout"), workdir=args.get("workdir"))
     return json.dumps(result, ensure_ascii=False)
 

@@ -100,7 +100,7 @@ def test_gateway_toolsets_config():
 
     enabled, disabled = gateway_toolsets({})
     assert "terminal" not in enabled and {"file", "todo"} <= set(enabled) and disabled == []
-    assert set(enabled) == set(toolset_names()) - {"terminal"}
+    assert set(enabled) == set(toolset_names()) - {"terminal", "code_execution"}
     register_toolset("mcp-owners", "an MCP server the owner configured")
     try:
         assert "mcp-owners" in gateway_toolsets({})[0]

@@ -77,7 +77,8 @@ def test_fresh_list_each_call():
 def test_filter_by_toolsets():
     assert names(get_tool_definitions(enabled_toolsets=["file"])) == {
         "read_file", "write_file", "patch", "search_files"}
-    assert names(get_tool_definitions(enabled_toolsets=["terminal", "todo"])) == {"terminal", "todo"}
+    assert names(get_tool_definitions(enabled_toolsets=["terminal", "todo"])) == {
+        "terminal", "process", "todo"}  # process: background commands (issue 27)
     without = names(get_tool_definitions(disabled_toolsets=["terminal"]))
     assert "terminal" not in without and "read_file" in without
     assert names(get_tool_definitions(enabled_toolsets=["file"], disabled_toolsets=["file"])) == set()
