@@ -27,6 +27,7 @@ from hermes_core.messages import content_text, find_tool_pair_violations, saniti
 from agent.persistence import HistoryLoadError, SessionRecorder, StoreError
 from hermes_core.redact import config_secrets, redact, secret_values
 from agent.providers.client_pool import pool_for
+from agent.providers.models import settle as settle_model
 from agent.providers.openai_compat import ModelReply, abort_connections, make_openai_client, request_chat
 from hermes_core.retry import jittered_backoff
 from hermes_core.tokens import estimate_messages_tokens_rough
@@ -102,7 +103,7 @@ class AIAgent:
         self.provider = settings.provider
         self.base_url = settings.base_url
         self.api_key = settings.api_key
-        self.model = settings.model
+        self.model = settings.model or settle_model(settings).model
         self._model_path = settings.model_path
         self.max_iterations = max_iterations
         self.quiet_mode = quiet_mode
@@ -311,9 +312,10 @@ class AIAgent:
         return redact(text, secret_values([self.api_key, *config_secrets(self.config)]))
 
     def _api_key_setting(self) -> str:
-        if self.provider == "openrouter":
-            return "OPENROUTER_API_KEY (or model.api_key in config.yaml)"
-        return "OPENAI_API_KEY (or model.api_key in config.yaml)"
+        from hermes_core.provider_table import PROVIDERS
+
+        info = PROVIDERS.get(self.provider)
+        return f"{(info and info.key_var) or 'OPENAI_API_KEY'} (or model.api_key in config.yaml)"
 
     # ---- tools ---------------------------------------------------------------------------
 
@@ -574,6 +576,11 @@ class AIAgent:
         """No turn of this session has run yet (in this process or, resumed, before it)."""
         return self._history_loaded and not self.messages and self._cached_system_prompt is None
 
+    def history(self) -> list[dict]:
+        """The live history; a resumed session's is read from the store on first use (``messages``
+        stays empty until then). Raises HistoryLoadError when the store cannot be read."""
+        return self._load_history()
+
     def chat(self, message: str) -> str:
         """Convenience: one turn, the final text."""
         return self.run_conversation(message).get("final_response") or ""
@@ -618,7 +625,10 @@ class AIAgent:
         elif changed:
             msg = f"Compressed {len(messages)} -> {len(new)} messages (~{before_tokens:,} -> ~{after_tokens:,} tokens)."
         else:
-            msg = "Nothing to compress yet." if len(messages) < 6 else "Compression made no change."
+            why = getattr(self.context_compressor, "nothing_to_compact", None)
+            why = why(messages) if callable(why) else None
+            msg = (f"Nothing to compress: {why}." if why else "Compression made no change: a "
+                   "summary would not be smaller than what it replaces.")
         return {"compressed": changed, "deferred": deferred, "before_tokens": before_tokens,
                 "after_tokens": after_tokens, "message": msg}
 

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from agent.compaction_digest import digest
 from hermes_core.messages import message_text, safe_cut_index, tool_call_names
 from hermes_core.tokens import PER_MESSAGE_OVERHEAD, estimate_message_tokens, estimate_text_tokens
 from agent.summary_messages import (  # noqa: F401 - re-exported: the compressor's vocabulary
@@ -48,7 +49,6 @@ COOLDOWNS = (60.0, 300.0, 900.0)
 MIN_SUMMARY_CHARS = 20
 TAIL_HARD_FLOOR = 4             # messages always kept in the tail (capped by protect_last_n)
 MIN_MIDDLE = 2                  # the tail never grows into these (there must be something to compact)
-DIGEST_ITEM_CHARS = 200
 _INTACT = "Your conversation is intact."
 _CONDENSED = ("Older turns were condensed without a model to fit the window; "
               "your conversation is intact in the session store.")
@@ -67,13 +67,6 @@ class CompressionResult:
 
 
 # --------------------------------------------------------------------------------------
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    return text[: max(1, limit - 1)].rstrip() + "…"
-
-
 def _fmt_seconds(s: float) -> str:
     s = int(round(s))
     return f"{s} s" if s < 120 else f"{s // 60} min"
@@ -293,6 +286,16 @@ class ContextCompressor:
             return None
         return head_end, s, summaries
 
+    def nothing_to_compact(self, messages: list[dict]) -> Optional[str]:
+        """Why a pass over ``messages`` (the history, no system prompt) would leave them all as they
+        are, or None when there is a middle to compact. Pure; for ``/compress``'s answer."""
+        if self._plan(messages, [estimate_message_tokens(m) for m in messages]) is not None:
+            return None
+        return (f"all {len(messages)} messages are kept verbatim: the first {self.protect_first_n} "
+                f"(compression.protect_first_n) and the recent tail (compression.protect_last_n="
+                f"{self.protect_last_n}, about {self.tail_budget:,} tokens) leave nothing between "
+                "them to summarise")
+
     # ---- pruning ---------------------------------------------------------------------------
 
     @staticmethod
@@ -334,67 +337,6 @@ class ContextCompressor:
             if stop_when is not None and stop_when(saved):
                 break
         return saved
-
-    # ---- digest (no model) -----------------------------------------------------------------
-
-    def _digest(self, middle: list[dict], previous: Optional[str], budget: int) -> str:
-        max_chars = budget * 4
-        items: list[tuple[str, str]] = []
-        for m in middle:
-            role = m.get("role")
-            if is_compaction_message(m):
-                _, rest = split_summary(m)
-                if rest is None:
-                    continue
-                m = rest
-            if role == "user" or (role == "assistant" and not m.get("tool_calls")):
-                # normalise once, on a bounded prefix (the items are clipped to <= 200 chars anyway)
-                text = " ".join(message_text(m)[: DIGEST_ITEM_CHARS * 3].split())
-                if text:
-                    items.append(("User" if role == "user" else "Assistant", text))
-        header = (f"Automatic summary unavailable; extractive digest of {len(middle)} earlier messages "
-                  "(user requests and final answers, truncated).")
-        prev_line = ""
-        if previous:
-            prev_line = "Earlier summary: " + _clip(previous, max(200, max_chars // 3))
-
-        fixed = len(header) + (len(prev_line) + 1 if prev_line else 0)
-
-        def size(sel: list[tuple[str, str]], lim: int) -> int:  # upper bound of render(sel, lim)
-            return fixed + sum(5 + len(who) + min(len(text), lim) for who, text in sel)
-
-        def render(sel: list[tuple[str, str]], lim: int, omitted: int = 0, at: int = 0) -> str:
-            lines = [header]
-            if prev_line:
-                lines.append(prev_line)
-            for j, (who, text) in enumerate(sel):
-                if omitted and j == at:
-                    lines.append(f"- … ({omitted} more messages omitted)")
-                if len(text) > lim:
-                    text = text[: lim - 1].rstrip() + "…"
-                lines.append(f"- {who}: {text}")
-            return "\n".join(lines)
-
-        def bounded(out: str) -> str:  # non-Latin text counts more tokens per char
-            est_tokens = estimate_text_tokens(out)
-            if est_tokens > budget:
-                out = out[: max(1, int(len(out) * budget / est_tokens * 0.97))]
-            return out
-
-        for lim in (DIGEST_ITEM_CHARS, 120, 60):
-            if size(items, lim) <= max_chars:
-                return bounded(render(items, lim))
-        users = [it for it in items if it[0] == "User"]
-        for lim in (DIGEST_ITEM_CHARS, 120, 60, 30):
-            if size(users, lim) <= max_chars:
-                return bounded(render(users, lim))
-        # still too long: keep the first and the newest requests
-        keep = max(2, (max_chars - fixed) // 40)
-        if len(users) > keep:
-            first = keep // 3
-            sel = users[:first] + users[len(users) - (keep - first):]
-            return bounded(render(sel, 30, omitted=len(users) - keep, at=first)[:max_chars])
-        return bounded(render(users, 30)[:max_chars])
 
     # ---- assembly --------------------------------------------------------------------------
 
@@ -491,7 +433,7 @@ class ContextCompressor:
         if summary_text is not None:
             block = summary_block(self._truncate_summary(summary_text, budget))
         else:
-            block = summary_block(self._digest(middle, previous, budget))
+            block = summary_block(digest(middle, previous_parts, budget))
         fallback = summary_text is None
         placed = place_summary(block, head, tail)
         added = len(placed) - len(tail)  # 0: merged into tail[0]; 1: standalone; 2: with SUMMARY_ACK

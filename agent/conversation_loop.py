@@ -12,24 +12,57 @@ from typing import Any, Optional, Union
 from agent import results
 from agent.conversation_compression import compression_skipped_due_to_lock, made_progress
 from agent.error_classifier import ClassifiedError, ErrorKind, classify_error
-from hermes_core.images import rejects_images
+from agent.provider_failures import describe
 from agent.providers.openai_compat import ModelReply, StreamInterrupted
-from hermes_core.tokens import estimate_messages_tokens_rough, estimate_request_tokens_rough, estimate_tools_tokens
+from agent.request_view import message_cap, request_messages
+from hermes_core.tokens import (PER_MESSAGE_OVERHEAD, estimate_message_tokens,
+                                estimate_messages_tokens_rough, estimate_request_tokens_rough,
+                                estimate_text_tokens, estimate_tools_tokens, schema_tokens)
 from agent.turn_context import TurnState
 
 log = logging.getLogger(__name__)
 
 MAX_RETRIES = 3
+NO_CAP = 1 << 40
 
 
 class Interrupted(Exception):
     """The user asked the running turn to stop."""
 
 
-def api_messages_for(state: TurnState) -> list[dict]:
+def _request_view(agent: Any, state: TurnState, cut: bool) -> list[dict]:
+    """The history as the model gets it (agent.request_view): messages too big for the window cut
+    for the model (the store keeps them whole), placeholders between two user messages in a row.
+    A message bigger than its share of the window is told to the user, once a turn; cutting the
+    biggest ones to fit what compaction left is only logged."""
+    comp = agent.context_compressor
+    window = getattr(comp, "window", None) or getattr(comp, "context_length", None)
+    if not cut or not isinstance(window, int) or window <= 0:
+        return request_messages(state.messages, NO_CAP)[0]
+    # a little above what the wire carries (schema_tokens), so what is cut to fit does fit
+    fixed = (PER_MESSAGE_OVERHEAD + estimate_text_tokens(state.system_prompt or "")
+             + schema_tokens(agent.tools))
+    cap = message_cap(window, fixed)
+    view, cut = request_messages(state.messages, cap, budget_tokens=window - fixed)
+    over = [i for i in cut if estimate_message_tokens(state.messages[i]) > cap]
+    if cut:
+        log.info("cut %d message(s) to fit a %d-token window for the model", len(cut), window)
+    if over and not state.extras.get("cut_noted"):
+        state.extras["cut_noted"] = True
+        many = len(over) > 1
+        agent._emit_status("warning", f"{len(over)} message{'s are' if many else ' is'} too big "
+                           f"for the model's ~{window:,}-token window: it sees the beginning and "
+                           "the end, and the whole text stays in the session store.")
+    return view
+
+
+def api_messages_for(state: TurnState, cut: bool = True) -> list[dict]:
+    """The request's messages; ``cut=False``: at full size (what compression decisions measure,
+    so a cut for the wire never hides that the history outgrew the window)."""
+    view = _request_view(state.agent, state, cut)
     if state.system_prompt:
-        return [{"role": "system", "content": state.system_prompt}, *state.messages]
-    return list(state.messages)
+        return [{"role": "system", "content": state.system_prompt}, *view]
+    return view
 
 
 def request_pressure(agent: Any, state: TurnState, api_messages: list[dict]) -> int:
@@ -51,7 +84,8 @@ def pressure_gate(agent: Any, state: TurnState, api_messages: Optional[list[dict
         return
     if not state.attempts_left or state.compression_blocked:
         return
-    pressure = request_pressure(agent, state, api_messages if api_messages is not None else api_messages_for(state))
+    pressure = request_pressure(agent, state, api_messages if api_messages is not None
+                                else api_messages_for(state, cut=False))
     if not comp.should_compress(pressure):
         return
     if comp.get_active_compression_failure_cooldown() and pressure <= _window(comp):
@@ -98,6 +132,8 @@ def _compress_after_rejection(agent: Any, state: TurnState, err: ClassifiedError
         agent._persist_session(state.messages)
         return results.deferred_result(state)
     if not made_progress(before, new_messages):
+        if comp.context_length < window_before:
+            return None  # the window is known smaller now: the request view cuts to fit it; retry
         agent._persist_session(state.messages)
         return results.exhausted_result(state, f"{what}; nothing left to compress")
     state.messages = new_messages
@@ -105,21 +141,15 @@ def _compress_after_rejection(agent: Any, state: TurnState, err: ClassifiedError
     return None
 
 
-def _failure_message(agent: Any, err: ClassifiedError, retries: int) -> str:
-    text = agent._redact(err.message).strip()
-    detail = text.splitlines()[0][:300] if text else err.kind.value
-    if err.kind is ErrorKind.STOPPED:
-        return text
-    if err.kind is ErrorKind.AUTH:
-        return (f"The provider rejected the credentials ({err.status or 'auth error'}) at {agent.base_url}. "
-                f"Fix {agent._api_key_setting()} (or run `hermes setup`) and try again.")
-    if err.kind is ErrorKind.CLIENT and rejects_images(text):
-        return (f"The model {agent.model} does not accept images ({detail}). Use a model that "
-                "reads images (-m, or model.default), or /undo and describe the image in words.")
-    if err.retryable:
-        return (f"The provider kept failing ({err.kind.value}: {detail}) after {retries} retries. "
-                f"Your message is saved; try again in a moment.")
-    return f"The provider refused the request ({err.status or err.kind.value}): {detail}"
+def _failed(agent: Any, state: TurnState, err: ClassifiedError, retries: int) -> dict:
+    """The turn ends on a provider failure: one line naming the endpoint, a code for surfaces."""
+    from agent.providers.models import shown_url
+
+    url = shown_url(agent.base_url) if agent.base_url else "the embedded local model"
+    failure = describe(err, agent._redact(err.message), retries, url, agent.model,
+                       agent._api_key_setting())
+    return results.failed_result(state, failure.message, code=failure.code,
+                                 retry_after=failure.retry_after)
 
 
 def call_model(agent: Any, state: TurnState, api_messages: list[dict]) -> Union[ModelReply, dict]:
@@ -155,7 +185,7 @@ def call_model(agent: Any, state: TurnState, api_messages: list[dict]) -> Union[
                     raise Interrupted() from None
                 continue
             agent._persist_session(state.messages)
-            return results.failed_result(state, _failure_message(agent, err, retries))
+            return _failed(agent, state, err, retries)
 
 
 def run_loop(agent: Any, state: TurnState) -> dict:
@@ -171,11 +201,8 @@ def run_loop(agent: Any, state: TurnState) -> dict:
                 agent._persist_session(state.messages)
                 return results.normal_result(state, None)
             iterations += 1
+            pressure_gate(agent, state, api_messages_for(state, cut=False))
             api_messages = api_messages_for(state)
-            before = state.messages
-            pressure_gate(agent, state, api_messages)
-            if state.messages is not before:
-                api_messages = api_messages_for(state)
             outcome = call_model(agent, state, api_messages)
             if isinstance(outcome, dict):
                 return outcome

@@ -58,7 +58,13 @@ def exhausted_result(state: Any, detail: str) -> dict:
     return res
 
 
-def failed_result(state: Any, message: str) -> dict:
+def failed_result(state: Any, message: str, code: str = "agent_error",
+                  retry_after: Optional[float] = None) -> dict:
+    """A failed turn; ``error_code`` says whose failure (``agent.provider_failures`` codes for the
+    provider's, ``agent_error`` for ours), ``retry_after`` the provider's hint when it gave one."""
     res = _base(state, final_response=message, completed=False, partial=True, failed=True)
     res["error"] = message
+    res["error_code"] = code
+    if retry_after is not None:
+        res["retry_after"] = retry_after
     return res

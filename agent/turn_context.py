@@ -45,9 +45,8 @@ def build_turn(agent: Any, user_message: str, system_message: Optional[str],
         agent._adopt_history(messages)
     else:
         messages = agent._load_history()
-    if messages and messages[-1].get("role") == "user":
-        # the previous turn ended without a reply (failure, defer): keep user/assistant alternation valid
-        messages.append({"role": "assistant", "content": "(no reply: the previous turn did not complete)"})
+    # a previous turn that ended without a reply leaves two user messages in a row: the request
+    # view (agent.request_view) puts a placeholder between them on the wire, never in the store
     system_prompt = agent._get_system_prompt()
     if system_message:
         system_prompt = f"{system_prompt}\n\n{system_message}" if system_prompt else system_message

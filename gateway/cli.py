@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from hermes_core.files import atomic_write
-from hermes_core.config import ConfigError, hermes_home, load_config, load_env_file
+from hermes_core.config import (ConfigError, config_path, hermes_home, load_config, load_env_file,
+                                read_raw_config)
 from hermes_core.home import create_private_file, ensure_home, ensure_private_dir, write_env_var
 
 log = logging.getLogger("gateway")
@@ -303,6 +304,8 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
                         allowed_hosts=_list(api_cfg.get("allowed_hosts")),
                         cors_origins=_list(api_cfg.get("cors_origins")),
                         reuse_port=args.worker is not None, response_headers=worker_header)
+    if api is not None:
+        api.check_port()  # a busy port says so now, not after the warm-up
     if not adapters and api is None:
         print("hermes gateway: nothing to run. Enable the API server (API_SERVER_ENABLED=true or "
               "`--api-server`) or set TELEGRAM_BOT_TOKEN.", file=sys.stderr)
@@ -363,7 +366,7 @@ async def _serve(args: argparse.Namespace, cfg: Any, turns: Any) -> int:
             _write_status(own_status, state=state, started_at=started, platforms=platforms,
                           api_server=address, turns_completed=runner.turns_completed,
                           cron=scheduler.status(), turns=runner.capacity.snapshot(), **roles(),
-                          **runner.session_counts())
+                          platform_status=runner.platforms.snapshot(), **runner.session_counts())
         except Exception as exc:  # noqa: BLE001
             log.warning("could not gather the gateway status: %s", exc)
 
@@ -435,6 +438,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.worker is None:
         pid_path().write_text(f"{os.getpid()}\n", encoding="utf-8")
     log.info("logging to %s", logfile)
+    from hermes_core.config_keys import warning_lines
+
+    for line in warning_lines(read_raw_config(), str(config_path())):  # typos, named once
+        log.warning("%s", line)
     if key_file is not None:
         log.warning("API server: generated an API key and saved it as API_SERVER_KEY in %s (mode 600); "
                     "clients send it as 'Authorization: Bearer <key>'", key_file)
@@ -500,63 +507,6 @@ def _supervise(args: argparse.Namespace, gw: dict[str, Any], count: int) -> int:
             reserved.close()
 
 
-def _cmd_status(args: argparse.Namespace) -> int:
-    data = read_status()
-    if args.json:
-        print(json.dumps(data or {"state": "never started"}))
-    elif data is None:
-        print("gateway: not running (never started here)")
-    else:
-        line = f"gateway: {data.get('state')} (pid {data.get('pid')})"
-        if data.get("state") in ("running", "draining"):
-            up = int(time.time() - float(data.get("started_at") or time.time()))
-            line += (f", up {up}s, platforms: {', '.join(data.get('platforms') or [])}, "
-                     f"sessions: {data.get('sessions', 0)}, turns: {data.get('turns_completed', 0)}")
-            if data.get("api_server"):
-                line += f", API {data['api_server']}"
-            from gateway.health import status_line
-
-            if isinstance(data.get("workers"), list):
-                from gateway.supervisor import worker_lines
-
-                line += "".join("\n" + x for x in worker_lines(data["workers"]))
-            else:
-                line += "\n" + status_line(data.get("turns"))
-                line += "\n" + _cron_status(data.get("cron"))
-        elif data.get("error"):
-            line += f", last error: {data['error']}"
-        print(line)
-        print(f"log: {hermes_home() / 'logs' / 'gateway.log'}")
-    if data and data.get("state") in ("running", "draining"):
-        return 0
-    print(f"hermes gateway: not running ({(data or {}).get('state') or 'never started here'}); "
-          "start it with `hermes gateway run`", file=sys.stderr)
-    return 1
-
-
-def _cron_status(cron: Optional[dict[str, Any]]) -> str:
-    """``cron: last tick 12s ago, next: brief (ab12cd34) at 2026-12-01 08:00 CET, 0 running``."""
-    if not cron:
-        return "cron: not running"
-    from cron.schedule import ScheduleError, format_time, get_zone
-
-    last = cron.get("last_tick")
-    parts = [f"last tick {int(time.time() - last)}s ago" if last else "no tick yet"]
-    nxt = cron.get("next")
-    if nxt:
-        try:
-            when = format_time(nxt.get("at"), get_zone(None))
-        except ScheduleError:
-            when = "?"
-        parts.append(f"next: {nxt.get('name')} ({nxt.get('id')}) at {when}")
-    else:
-        parts.append("no job scheduled")
-    parts.append(f"{cron.get('running', 0)} running")
-    if cron.get("error"):
-        parts.append(f"last error: {cron['error']}")
-    return "cron: " + ", ".join(parts)
-
-
 def gateway_main(argv: Optional[list[str]] = None) -> int:
     from hermes_cli.parsing import OneLineParser
 
@@ -576,54 +526,16 @@ def gateway_main(argv: Optional[list[str]] = None) -> int:
     st = sub.add_parser("status", help="is a gateway running here?")
     st.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    return _cmd_run(args) if args.cmd == "run" else _cmd_status(args)
+    from gateway.status_cmd import cmd_status
+
+    return _cmd_run(args) if args.cmd == "run" else cmd_status(args)
 
 
 def pairing_main(argv: Optional[list[str]] = None) -> int:
-    from gateway.access import CODE_TTL_SECONDS, PairingStore
+    """``hermes pairing ...`` (gateway.pairing_cmd)."""
+    from gateway.pairing_cmd import pairing_main as run
 
-    from hermes_cli.parsing import OneLineParser
-
-    parser = OneLineParser(prog="hermes pairing", description="Admit chat users who sent a pairing code.")
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    ap = sub.add_parser("approve", help="admit the user behind a pairing code")
-    ap.add_argument("platform")
-    ap.add_argument("code")
-    sub.add_parser("list", help="pending codes and approved users")
-    rv = sub.add_parser("revoke", help="remove an approved user")
-    rv.add_argument("platform")
-    rv.add_argument("user_id")
-    args = parser.parse_args(argv)
-    from hermes_state import SessionDB
-
-    store = PairingStore(db=SessionDB.from_config(load_config()))
-    if args.cmd == "approve":
-        entry = store.approve(args.platform.lower(), args.code)
-        if entry is None:
-            print(f"No live pairing code {args.code.upper()} for {args.platform} (codes work once and expire "
-                  "after 1 hour). Ask the user to message the bot again for a new one.", file=sys.stderr)
-            return 1
-        who = f"{entry.get('user_name') or 'user'} ({entry['user_id']})"
-        print(f"Approved {who} on {args.platform}.")
-        return 0
-    if args.cmd == "revoke":
-        if store.revoke(args.platform.lower(), args.user_id):
-            print(f"Revoked {args.user_id} on {args.platform}.")
-            return 0
-        print(f"{args.user_id} is not approved on {args.platform}.", file=sys.stderr)
-        return 1
-    data = store.list()
-    if not any(v["pending"] or v["approved"] for v in data.values()):
-        print("No pending pairing codes and no approved users.")
-        return 0
-    now = time.time()
-    for platform, groups in data.items():
-        for code, e in sorted(groups["pending"].items()):
-            left = int((CODE_TTL_SECONDS - (now - float(e.get("created_at", now)))) // 60)
-            print(f"{platform}\tpending\t{code}\t{e.get('user_id')}\t{e.get('user_name', '')}\texpires in {left} min")
-        for uid, e in sorted(groups["approved"].items()):
-            print(f"{platform}\tapproved\t{uid}\t{e.get('user_name', '')}")
-    return 0
+    return run(argv)
 
 
 def main(argv: Optional[list[str]] = None) -> int:

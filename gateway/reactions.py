@@ -36,6 +36,7 @@ class TurnOutcome:
     session_id: str
     result: dict[str, Any] = field(default_factory=dict)
     new_session_id: Optional[str] = None
+    saved: bool = False  # a failed turn: its message is in the session (never on a stateless turn)
 
 
 def short_error(result: dict[str, Any]) -> str:
@@ -84,14 +85,16 @@ async def react(runner: "GatewayRunner", st: "SessionState", req: "TurnRequest",
         return TurnOutcome("interrupted", str(result.get("final_response") or ""), sid, result)
     if result.get("failed"):
         log.warning("%s: turn failed: %s", who, short_error(result))
-        saved = await persist_user_message(runner, st, req)
+        saved = await persist_user_message(runner, st, req) and not stateless
         runner.drop_agent(st)  # reload a consistent history from the store next time
+        # the agent's line says what to do; only whether the message was kept is added here
         if stateless:
-            tail = "please try again."
+            tail = ""
         elif saved:
-            tail = "Your message is saved; please try again."
+            tail = " Your message is saved."
         else:
-            tail = "Your message could not be saved; please send it again."
-        return TurnOutcome("failed", f"Sorry, that failed: {short_error(result)}. {tail}", sid, result)
+            tail = " Your message could not be saved; please send it again."
+        text = f"Sorry, that failed: {short_error(result).rstrip(' .')}.{tail}"
+        return TurnOutcome("failed", text, sid, result, saved=saved)
     # a stop without an answer (max_iterations) explains itself in ``error``
     return TurnOutcome("ok", str(result.get("final_response") or result.get("error") or ""), sid, result)

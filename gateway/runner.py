@@ -36,6 +36,7 @@ from gateway.capacity import BUSY_CHAT_REPLY, MAX_LIMIT, TurnGauge, TurnLimitRea
 from gateway.commands import HELP_TEXT, command, format_usage  # noqa: F401 - re-exported
 from gateway.lease import DEFAULT_WAIT as LEASE_WAIT
 from gateway.lease import LeaseTimeout, TurnLeases  # noqa: F401 - LeaseTimeout re-exported
+from gateway.platform_start import PlatformStarter
 from gateway.platforms.base import MessageEvent, PlatformAdapter
 from gateway.reactions import (SOFT_DEFERRED, TurnOutcome, persist_user_message, react,  # noqa: F401
                                short_error)
@@ -73,7 +74,9 @@ def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFa
     from agent.tool_policy import gateway_toolsets, gateway_working_dir
 
     cfg = config if config is not None else load_config()
-    settings = resolve_provider(cfg)
+    from agent.providers.models import settle
+
+    settings = settle(resolve_provider(cfg))  # no model configured: the endpoint's, asked once
     from agent.tool_selection import check_config
 
     check_config(cfg)  # an unknown toolset stops the gateway at start-up, not at the first message
@@ -107,6 +110,7 @@ class GatewayRunner:
         self.sessions = SessionMap(session_db)
         self.agent_factory = agent_factory
         self.adapters = {a.name: a for a in adapters}
+        self.platforms = PlatformStarter(list(self.adapters.values()))  # each on its own, retried
         self.access = access or AccessControl()
         self.busy_policy = busy_policy
         self.max_cached_agents = max_cached_agents
@@ -125,16 +129,18 @@ class GatewayRunner:
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
+        """Accept messages; each platform connects on its own (one that cannot is retried in the
+        background while the others serve: ``self.platforms``)."""
         self.accepting = True
         for adapter in self.adapters.values():
             adapter.set_message_handler(self.handle_event)
-            await adapter.start()
-            log.info("platform %s started", adapter.name)
+        await self.platforms.start()
 
     async def shutdown(self, drain_timeout: float = 30.0, grace: float = 5.0) -> bool:
         """Stop taking messages, let turns finish for up to ``drain_timeout``, persist the rest.
         Returns True when no turn thread is left running."""
         self.accepting = False
+        await self.platforms.stop()  # no more connection attempts
         for adapter in self.adapters.values():
             await adapter.stop_receiving()  # what they already fetched still arrives; handle_event stores it
         await asyncio.sleep(0)

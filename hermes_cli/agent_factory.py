@@ -16,6 +16,11 @@ class CommandError(Exception):
     """A user-level failure (bad session id, nothing to continue): one line, exit 1."""
 
 
+class UsageError(CommandError):
+    """The command line itself is wrong (a missing argument, an empty query): exit 2, as for
+    argparse's own errors, so scripts tell "you called it wrong" from "it failed"."""
+
+
 def provider_settings(args: Any, cfg: HermesConfig) -> ProviderSettings:
     return resolve_provider(cfg, base_url=getattr(args, "base_url", None),
                             api_key=getattr(args, "api_key", None),

@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional
 from hermes_cli import slash
 from hermes_cli.chat_commands import SlashCommands
 from hermes_cli.approval_prompt import approval_timeout, ask_approval_tty
+from hermes_cli.prompt_input import prompt_session
 from hermes_cli.render import Renderer
 
 
@@ -158,7 +159,8 @@ class ChatSession(SlashCommands):
         cmd = parsed.command
         if cmd is None:
             if not self.invoke_skill(line):
-                self.r.warn(slash.unknown_message(parsed.name))
+                skills = [n for n, _ in self.skill_entries()]
+                self.r.warn(slash.unknown_message(parsed.name, skills))
             return True
         try:
             return getattr(self, "cmd_" + cmd.name)(parsed.arg) is not False
@@ -243,44 +245,6 @@ class ChatSession(SlashCommands):
 
 
 # ---- the terminal loop ------------------------------------------------------------------------
-def _prompt_session(history_path: str, skills: Callable[[], list[tuple[str, str]]] = list) -> Any:
-    """prompt_toolkit session: Enter sends, Alt+Enter/Esc+Enter newline, slash completion (commands,
-    then the skills ``skills()`` lists)."""
-    from prompt_toolkit import PromptSession
-    from prompt_toolkit.completion import Completer, Completion
-    from prompt_toolkit.history import FileHistory
-    from prompt_toolkit.key_binding import KeyBindings
-
-    class SlashCompleter(Completer):
-        def get_completions(self, document: Any, complete_event: Any):  # type: ignore[override]
-            text = document.text_before_cursor
-            extra = skills() if text.startswith("/") and " " not in text else []
-            for name, help_text in slash.completions(text, extra):
-                yield Completion(name, start_position=-len(text), display_meta=help_text)
-
-    kb = KeyBindings()
-
-    @kb.add("enter", eager=True)
-    def _send(event: Any) -> None:
-        event.current_buffer.validate_and_handle()
-
-    @kb.add("escape", "enter")
-    def _newline(event: Any) -> None:
-        event.current_buffer.insert_text("\n")
-
-    @kb.add("c-c")
-    def _ctrl_c(event: Any) -> None:
-        buf = event.current_buffer
-        if buf.text:
-            buf.reset()  # first clear what was typed; an empty prompt then counts toward quitting
-        else:
-            event.app.exit(exception=KeyboardInterrupt())
-
-    return PromptSession(history=FileHistory(history_path), completer=SlashCompleter(),
-                         complete_while_typing=True, key_bindings=kb, multiline=True, reserve_space_for_menu=4,
-                         prompt_continuation=lambda width, line, wrap: "." * (width - 1) + " ")
-
-
 def banner(agent: Any, notice: Optional[str]) -> list[str]:
     lines = [f"Hermes · model {getattr(agent, 'model', '?')} · session {getattr(agent, 'session_id', '?')}",
              "Type a message (Enter sends, Alt+Enter for a new line), /help for commands, Ctrl+D to quit."]
@@ -345,12 +309,12 @@ def run_repl(args: Any, cfg: Any) -> int:
     for line in banner(chat.agent, local_notice(provider_settings(args, cfg))):
         r.info(line, "dim" if line.startswith("Type") else "yellow" if line.startswith("No model") else "bold")
     if session_id:
-        r.info(f"Resumed session with {len(getattr(chat.agent, 'messages', None) or [])} messages.", "dim")
+        chat.show_resumed(session_id)
     starting = [name for name, conn in (mcp.connections.items() if mcp else ()) if conn.cfg.enabled]
     if starting:
         r.info(f"MCP: connecting {', '.join(starting)} in the background (/mcp shows them).", "dim")
 
-    ps = holder["prompt"] = _prompt_session(str(home / ".hermes_history"), chat.skill_entries)
+    ps = holder["prompt"] = prompt_session(str(home / ".hermes_history"), chat.skill_entries)
     armed = False  # a Ctrl+C at an empty prompt arms quitting; the next one quits
     try:
         while True:

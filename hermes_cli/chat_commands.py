@@ -15,8 +15,11 @@ from hermes_cli import slash
 
 class SlashCommands:
     def cmd_help(self, arg: str) -> bool:
+        import shutil
+
         self.r.info("Commands:")
-        for line in slash.help_lines(self.skill_entries(max_age=0)):
+        width = shutil.get_terminal_size((100, 24)).columns
+        for line in slash.help_lines(self.skill_entries(max_age=0), width=width):
             self.r.info(line)
         return True
 
@@ -79,7 +82,8 @@ class SlashCommands:
             return True
         res = res or {}
         before, after = res.get("before_tokens"), res.get("after_tokens")
-        sizes = f" ({before} → {after} tokens)" if before is not None and after is not None else ""
+        sizes = (f" ({before} → {after} tokens)" if before is not None and after is not None
+                 and res.get("compressed") else "")
         msg = res.get("message") or ("Compressed." if res.get("compressed") else "Nothing to compress.")
         if res.get("deferred") or not res.get("compressed"):
             self.r.warn(f"{msg}{sizes}")
@@ -106,28 +110,46 @@ class SlashCommands:
         self.r.info(f"Compactions: {u.get('compactions', 0)}")
         return True
 
-    def cmd_history(self, arg: str) -> bool:
-        msgs = list(getattr(self.agent, "messages", None) or [])
-        shown = 0
-        for m in msgs:
-            role = m.get("role")
-            if role not in ("user", "assistant"):
-                continue
-            from hermes_cli.sessions import content_text, tool_calls_text
+    def _history(self) -> list[dict]:
+        """The agent's history, read from the store first for a resumed session."""
+        fn = getattr(self.agent, "history", None)
+        return list(fn() if callable(fn) else getattr(self.agent, "messages", None) or [])
 
-            text = " ".join(content_text(m.get("content")).split())
-            if len(text) > 300:
-                text = text[:299] + "…"
-            calls = tool_calls_text(m.get("tool_calls"))
-            who = "you" if role == "user" else "hermes"
-            if text:
-                self.r.info(f"{who}: {text}", "bold" if role == "user" else None)
-            for c in calls:
-                self.r.info(f"    → {c[:120]}", "dim")
-            shown += 1
+    def _show_message(self, m: dict, limit: int = 300) -> bool:
+        """A user/assistant message as `you: …` / `hermes: …` (tool calls below); else False."""
+        from hermes_cli.sessions import content_text, tool_calls_text
+
+        role = m.get("role")
+        if role not in ("user", "assistant"):
+            return False
+        text = " ".join(content_text(m.get("content")).split())
+        if len(text) > limit:
+            text = text[:limit - 1] + "…"
+        if text:
+            self.r.info(f"{'you' if role == 'user' else 'hermes'}: {text}",
+                        "bold" if role == "user" else None)
+        for c in tool_calls_text(m.get("tool_calls")):
+            self.r.info(f"    → {c[:120]}", "dim")
+        return True
+
+    def cmd_history(self, arg: str) -> bool:
+        shown = sum(self._show_message(m) for m in self._history())
         if not shown:
             self.r.info("No messages yet in this session.")
         return True
+
+    def show_resumed(self, sid: str) -> None:
+        """What a resumed session holds: its true message count and its last exchange."""
+        msgs = self._history()
+        row = (self.db.get_session(sid) if self.db is not None else None) or {}
+        title = f" ({row['title']})" if row.get("title") else ""
+        self.r.info(f"Resumed session {sid}{title} with {len(msgs)} messages"
+                    + (". Last exchange:" if msgs else "."), "dim")
+        last_user = max((i for i, m in enumerate(msgs) if m.get("role") == "user"), default=None)
+        for m in msgs[last_user:] if last_user is not None else []:
+            self._show_message(m, limit=160)
+        if msgs:
+            self.r.info("/history shows the whole conversation.", "dim")
 
     def _undo(self) -> Optional[str]:
         """The agent's undo: the text of the message it took back (never a compaction summary), or None."""
@@ -211,9 +233,7 @@ class SlashCommands:
                 close()
             except Exception:  # noqa: BLE001
                 pass
-        n = len(getattr(self.agent, "messages", None) or [])
-        title = (db.get_session(sid) or {}).get("title")
-        self.r.info(f"Resumed {sid}" + (f" ({title})" if title else "") + f", {n} messages. /history shows them.")
+        self.show_resumed(sid)
         return True
 
     def cmd_tools(self, arg: str) -> bool:

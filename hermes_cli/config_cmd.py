@@ -63,8 +63,22 @@ def cmd_get(key: str, out=sys.stdout, err=sys.stderr) -> int:
     return 0
 
 
-def cmd_set(key: str, text: str, out=sys.stdout) -> int:
-    out.write(set_key(key, text) + "\n")
+def check_gateway_values(raw: dict) -> None:
+    """The gateway's own parsers of its whole-number settings, run on a `config set` so a value
+    that would stop `hermes gateway run` is refused before it is written."""
+    from gateway.capacity import turn_settings
+    from gateway.lease import lease_wait
+
+    gw = raw.get("gateway") if isinstance(raw.get("gateway"), dict) else {}
+    turn_settings(gw)
+    lease_wait(gw)
+
+
+def cmd_set(key: str, text: str, out=sys.stdout, force: bool = False) -> int:
+    """Set one dotted key; an unknown key (a typo) is refused unless ``force``, and the value must
+    load (type, range, time zone) before anything is written."""
+    check = check_gateway_values if key.strip().startswith("gateway.") else None
+    out.write(set_key(key, text, force=force, check=check) + "\n")
     return 0
 
 
@@ -100,7 +114,7 @@ def run(args: Any) -> int:
     if action == "get":
         return cmd_get(args.key)
     if action == "set":
-        return cmd_set(args.key, args.value)
+        return cmd_set(args.key, args.value, force=bool(getattr(args, "force", False)))
     if action == "path":
         return cmd_path()
     raise ConfigError(f"unknown config action {action!r}")

@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any
 
-from hermes_cli.agent_factory import CommandError
+from hermes_cli.agent_factory import CommandError, UsageError
 
 _JOB_HELP = "job id, or a name only one job has"
 
@@ -49,6 +49,8 @@ def add_parser(sub: Any) -> None:
                          ("run", "run a job now, in the foreground, and print its answer")):
         a = cs.add_parser(action, help=text, aliases=["rm"] if action == "remove" else [])
         a.add_argument("job", help=_JOB_HELP)
+        if action == "remove":
+            a.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     rn = cs.add_parser("runs", help="recent runs (of one job, or all)")
     rn.add_argument("job", nargs="?", help=_JOB_HELP)
     rn.add_argument("--limit", type=int, default=20)
@@ -107,10 +109,13 @@ def _create(args: argparse.Namespace, db: Any, cfg: Any) -> int:
     if prompt is None:
         prompt = " ".join(words)
     elif words:
-        raise CommandError("give the prompt once: as words or with --prompt, not both")
+        raise UsageError("give the prompt once: as words or with --prompt, not both")
     if not schedule:
-        raise CommandError("no schedule before the prompt: hermes cron create 'every 1h' "
-                           "'what to do' (or --schedule/--prompt)")
+        raise UsageError("no schedule before the prompt: hermes cron create 'every 1h' "
+                         "'what to do' (or --schedule/--prompt)")
+    if not prompt.strip():
+        raise UsageError(f"no prompt after the schedule {schedule!r}: hermes cron create "
+                         f"{schedule!r} 'what to do'")
     job = create_job(db, prompt=prompt, schedule=schedule, cfg=cfg, **_fields(args))
     if args.json:
         print(json.dumps(job_view(job), indent=1, ensure_ascii=False))
@@ -146,9 +151,15 @@ def _resume(args: argparse.Namespace, db: Any, cfg: Any) -> int:
 
 
 def _remove(args: argparse.Namespace, db: Any, cfg: Any) -> int:
-    from cron.jobs import remove_job
+    from cron.jobs import remove_job, resolve_job
+    from cron.views import describe_job
+    from hermes_cli.confirm import go_ahead
 
-    job = remove_job(db, args.job)
+    job = resolve_job(db, args.job)
+    question = f"Remove {describe_job(job)}, with its run history?"
+    if not go_ahead(args.yes, f"not removing job {job['id']}", question, sys.stdout):
+        return 0
+    job = remove_job(db, job["id"])
     print(f"Removed job {job['id']} ({job.get('name')}) and its run history.")
     return 0
 

@@ -4,14 +4,13 @@ Each check is independent and never raises: a broken config must not hide a brok
 """
 from __future__ import annotations
 
-import json
 import os
 import stat
 import sys
 from dataclasses import dataclass
 from typing import Any, Optional, TextIO
 
-OK, FAIL, SKIP = "✓", "✗", "–"
+OK, FAIL, SKIP, WARN = "✓", "✗", "–", "⚠"
 
 
 @dataclass
@@ -25,15 +24,24 @@ class Check:
 
 
 def check_config() -> tuple[Check, Any]:
-    from hermes_core.config import ConfigError, config_path, load_config
+    """Loads, and every key is one something reads (a typo is named with the closest key)."""
+    from hermes_core.config_keys import unknown_keys
+    from hermes_core.config import ConfigError, config_path, load_config, read_raw_config
 
     p = config_path()
     try:
         cfg = load_config()
     except ConfigError as exc:
         return Check(FAIL, "config", str(exc)), None
-    where = f"{p} is valid" if p.is_file() else f"no {p} yet, using defaults (`hermes setup` writes one)"
-    return Check(OK, "config", where), cfg
+    if not p.is_file():
+        return Check(OK, "config", f"no {p} yet, using defaults (`hermes setup` writes one)"), cfg
+    unknown = unknown_keys(read_raw_config())
+    if unknown:
+        lines = "; ".join(u.line() for u in unknown[:5]) + (" …" if len(unknown) > 5 else "")
+        return Check(WARN, "config", f"{p} loads, but {len(unknown)} key"
+                     f"{'s are' if len(unknown) != 1 else ' is'} not used: {lines}; fix: rename "
+                     "or remove them"), cfg
+    return Check(OK, "config", f"{p} is valid"), cfg
 
 
 def check_env_file() -> Optional[Check]:
@@ -64,37 +72,35 @@ def check_permissions() -> Check:
 
 def probe_models(base_url: str, api_key: Optional[str], timeout: float) -> tuple[bool, str]:
     """GET {base_url}/models: (reachable, what we learned)."""
-    import urllib.error
-    import urllib.request
+    from agent.providers.models import probe
 
-    url = base_url.rstrip("/") + "/models"
-    req = urllib.request.Request(url, headers={"Accept": "application/json"})
-    if api_key:
-        req.add_header("Authorization", f"Bearer {api_key}")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - user's own URL
-            body = resp.read(1_000_000)
-        try:
-            n = len(json.loads(body).get("data") or [])
-            return True, f"{n} model{'s' if n != 1 else ''} listed"
-        except (ValueError, AttributeError):
-            return True, "answered"
-    except urllib.error.HTTPError as exc:
-        if exc.code in (401, 403):
-            return False, f"rejected the API key (HTTP {exc.code}); fix: `hermes setup` or set OPENAI_API_KEY"
-        if exc.code == 404:  # some servers have no /models but do serve chat completions
-            return True, "reachable (no /models endpoint)"
-        return False, f"answered HTTP {exc.code}; check the URL with `hermes config get model.base_url`"
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return False, f"cannot reach {url} ({reason}); fix: start the server or run `hermes setup`"
+    found = probe(base_url, api_key, timeout)
+    if found.status in (401, 403):
+        return False, (f"rejected the API key (HTTP {found.status}); fix: `hermes setup` or set "
+                       "OPENAI_API_KEY")
+    if found.status == 404:  # some servers have no /models but do serve chat completions
+        return True, "reachable (no /models endpoint)"
+    if found.status is not None and found.status >= 400:
+        return False, (f"answered HTTP {found.status}; check the URL with "
+                       "`hermes config get model.base_url`")
+    if found.status is None:
+        return False, (f"cannot reach {found.url} ({found.error}); fix: start the server or run "
+                       "`hermes setup`")
+    if found.error:
+        return True, "answered"
+    n = len(found.ids)
+    return True, f"{n} model{'s' if n != 1 else ''} listed"
 
 
 def check_provider(cfg: Any) -> tuple[Check, Any]:
-    from hermes_core.config import resolve_provider
+    """What a run would use: the same resolution (and the same refusals) as `hermes` itself."""
+    from agent.providers.models import settle
+    from hermes_core.config import ConfigError, resolve_provider
 
     try:
         ps = resolve_provider(cfg)
+    except ConfigError as exc:
+        return Check(FAIL, "provider", str(exc)), None
     except Exception as exc:  # noqa: BLE001 - reported, never raised
         return Check(FAIL, "provider", f"cannot resolve: {exc}; fix: `hermes setup`"), None
     if ps.provider == "local":
@@ -102,7 +108,12 @@ def check_provider(cfg: Any) -> tuple[Check, Any]:
                      "(`hermes setup` or OPENAI_BASE_URL/OPENAI_API_KEY for a real endpoint)"), ps
     timeout = float(os.environ.get("HERMES_DOCTOR_TIMEOUT", "5"))
     ok, detail = probe_models(ps.base_url or "", ps.api_key, timeout)
-    where = f"{ps.provider} at {ps.base_url} (model {ps.model})"
+    chosen = "" if ps.model else " (none configured: the one the endpoint serves)"
+    try:
+        ps = settle(ps)
+    except ConfigError as exc:
+        return Check(FAIL, "provider", f"{ps.provider} at {ps.base_url}: {exc}"), ps
+    where = f"{ps.provider} at {ps.base_url} (model {ps.model}{chosen})"
     return Check(OK if ok else FAIL, "provider", f"{where}: {detail}"), ps
 
 
@@ -210,8 +221,10 @@ def run(args: Any = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) ->
     for ch in checks:
         out.write(ch.line() + "\n")
     failed = [ch.name for ch in checks if ch.mark == FAIL]
+    warned = sum(ch.mark == WARN for ch in checks)
     if not failed:
-        out.write("all good\n")
+        note = f" ({warned} warning{'s' if warned != 1 else ''})" if warned else ""
+        out.write(f"all good{note}\n")
         return 0
     err.write(f"hermes doctor: {len(failed)} problem{'s' if len(failed) != 1 else ''} found "
               f"({', '.join(failed)}); each ✗ line says how to fix it\n")

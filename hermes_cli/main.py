@@ -11,7 +11,8 @@ import os
 import sys
 from typing import Any, Optional
 
-from hermes_cli.parsing import OneLineParser, VersionAction, positive_int
+from hermes_cli.parsing import (OneLineParser, VersionAction, positive_int, provider_help,
+                                provider_name)
 
 
 def _add_agent_flags(p: argparse.ArgumentParser, sub: bool) -> None:
@@ -20,7 +21,7 @@ def _add_agent_flags(p: argparse.ArgumentParser, sub: bool) -> None:
     dflag: dict[str, Any] = {"default": argparse.SUPPRESS} if sub else {"default": False}
     p.add_argument("-q", "--query", metavar="MSG", help="answer one message, then exit (progress on stderr)", **d)
     p.add_argument("-m", "--model", help="model name", **d)
-    p.add_argument("--provider", help="local, custom, openai or openrouter", **d)
+    p.add_argument("--provider", type=provider_name, help=provider_help(), **d)
     p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1", **d)
     p.add_argument("--api-key", metavar="KEY", help="API key (prefer OPENAI_API_KEY or `hermes setup`)", **d)
     p.add_argument("-t", "--toolsets", metavar="LIST", help="comma-separated toolsets to enable", **d)
@@ -79,11 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
     s = cs.add_parser("set", help="set a dotted key (secrets go to .env, mode 600)")
     s.add_argument("key", metavar="KEY")
     s.add_argument("value", metavar="VALUE")
+    s.add_argument("--force", action="store_true", help="write a key hermes does not know")
     cs.add_parser("path", help="where config.yaml lives")
 
     ps = sub.add_parser("setup", help="choose a model provider (wizard, or flags with --non-interactive)")
     ps.add_argument("--non-interactive", action="store_true", help="use the flags, ask nothing")
-    ps.add_argument("--provider", dest="setup_provider", help="local, custom (any OpenAI-compatible URL), openai, openrouter")
+    ps.add_argument("--provider", dest="setup_provider", type=provider_name, help=provider_help())
     ps.add_argument("--base-url", dest="setup_base_url", metavar="URL")
     ps.add_argument("--model", dest="setup_model")
     ps.add_argument("--api-key", dest="setup_api_key", metavar="KEY")
@@ -125,6 +127,20 @@ def _load_config() -> Any:
 
     load_env_file()
     return load_config()
+
+
+def config_warnings(args: argparse.Namespace) -> list[str]:
+    """Keys of config.yaml nothing reads (typos, mostly), each with the closest known key; doctor
+    lists them itself, and junk YAML is the command's own one-line error."""
+    if args.command == "doctor":
+        return []
+    from hermes_core.config import ConfigError, config_path, read_raw_config
+    from hermes_core.config_keys import warning_lines
+
+    try:
+        return warning_lines(read_raw_config(), str(config_path()))
+    except ConfigError:
+        return []
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -220,6 +236,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     else:  # stderr belongs to the user (and to scripts: one line on failure); logs are for --debug
         logging.getLogger().addHandler(logging.NullHandler())
     try:
+        args.config_warnings = config_warnings(args)
+        if getattr(args, "oneshot_quiet", None) is None:  # -z writes them after its answer
+            for line in args.config_warnings:
+                sys.stderr.write(f"hermes: warning: {line}\n")
         return dispatch(args)
     except KeyboardInterrupt:
         _error("interrupted")
@@ -238,7 +258,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         from hermes_core.config import ConfigError
         from tools.registry import UnknownToolsetError
 
-        if isinstance(exc, (ConfigError, UnknownToolsetError)):
+        usage = type(exc).__name__ == "UsageError"
+        if usage or isinstance(exc, (ConfigError, UnknownToolsetError)):
             _error(_one_line(exc))
             return 2
         if type(exc).__name__ in ("CommandError", "TurnFailed", "SessionDBError", "ValueError"):

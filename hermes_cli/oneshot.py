@@ -89,19 +89,27 @@ def outcome(res: Optional[dict]) -> tuple[int, Optional[str]]:
     return 0, None
 
 
+def _early_notes(args: Any, notice: Optional[str], quiet: bool) -> Optional[QuietNotes]:
+    """-z holds what needs attention (config typos, the local-model notice) for after the answer;
+    otherwise the notice goes to stderr now (config typos were written at start)."""
+    if not quiet:
+        if notice:
+            sys.stderr.write(notice + "\n")
+        return None
+    notes = QuietNotes()
+    notes.lines += [f"hermes: warning: {line}" for line in getattr(args, "config_warnings", [])]
+    if notice:
+        notes.lines.append(notice)
+    return notes
+
+
 def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
     """Run one turn. quiet=True is -z: nothing but the answer on stdout."""
     from hermes_cli.agent_factory import build_agent, local_notice, provider_settings, resolve_session_arg, open_db
 
-    notes = QuietNotes() if quiet else None
+    notes = _early_notes(args, local_notice(provider_settings(args, cfg)), quiet)
     images = _images(args, cfg)  # a missing or unreadable image fails before anything starts
     from tools.mcp.manager import shutdown_servers, start_servers
-
-    notice = local_notice(provider_settings(args, cfg))
-    if notice and notes is not None:
-        notes.lines.append(notice)
-    elif notice:
-        sys.stderr.write(notice + "\n")
     # MCP servers connect while the agent is built; its first turn waits for them (each up to its
     # connect_timeout), so a one-shot answer can use their tools
     start_servers(cfg, report=_mcp_report(notes))
@@ -130,6 +138,8 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
     agent = build_agent(args, cfg, session_db=db, session_id=session_id,
                         tool_progress_callback=tool_cb, status_callback=status_cb,
                         approval_callback=approval, interactive=False)
+    if session_id and not quiet:
+        sys.stderr.write(f"• resumed session {session_id} ({len(agent.history())} messages)\n")
     message = _with_skill(message, cfg, quiet)
     message = _attach(message, images)  # type: ignore[assignment]
     streamed = {"any": False, "nl": True}
@@ -203,10 +213,20 @@ def _with_skill(message: str, cfg: Any, quiet: bool) -> str:
     """`/<skill> [text]`: the message with the skill attached (any other text is sent as typed)."""
     if not message.lstrip().startswith("/"):
         return message
+    if message.lstrip().startswith("//"):  # as in the chat: '//' sends a leading '/' as typed
+        return message.lstrip()[1:]
     from hermes_core.config import hermes_home
     from tools.skills import invoke
 
     hit = invoke.expand(message, hermes_home(), cfg)
+    missing = invoke.not_found(message, hermes_home(), cfg) if hit is None else None
+    if missing is not None:
+        from hermes_cli.agent_factory import UsageError
+
+        name, close = missing
+        near = f"; close: {', '.join(close)}" if close else ""
+        raise UsageError(f"no skill {name}{near} (`hermes skills list` shows them); to send a "
+                         "message that starts with '/', write '//' instead")
     if hit is None:
         return message
     if not quiet:

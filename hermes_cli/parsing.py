@@ -31,6 +31,24 @@ def positive_int(text: str) -> int:
     return value
 
 
+def provider_name(text: str) -> str:
+    """An argparse type: a provider of hermes_core.provider_table (aliases allowed), else a usage
+    error listing the known ones."""
+    from hermes_core.provider_table import UnknownProvider, lookup
+
+    try:
+        info = lookup(text)
+    except UnknownProvider as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return info.name if info else "auto"
+
+
+def provider_help() -> str:
+    from hermes_core.provider_table import known_names
+
+    return f"{known_names()} (default: worked out from what is configured)"
+
+
 class VersionAction(argparse.Action):
     """``--version``: looks the version up only when asked (the metadata scan costs start-up time)."""
 

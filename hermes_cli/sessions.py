@@ -13,7 +13,9 @@ from typing import Any, Optional, TextIO
 
 
 from hermes_core.messages import content_text as _content_text
-from hermes_cli.agent_factory import CommandError, open_db
+from hermes_cli.agent_factory import CommandError, UsageError, open_db
+from hermes_cli.confirm import check_can_ask as _check_can_ask
+from hermes_cli.confirm import confirm as _confirm
 from hermes_cli.parsing import positive_int
 
 
@@ -104,34 +106,42 @@ def to_markdown(session: dict, messages: list[dict]) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+MESSAGE_FIELDS = ("id", "role", "content", "tool_calls", "tool_call_id", "tool_name", "created_at",
+                  "active", "compacted")
+
+
+def message_record(session: dict, m: dict) -> dict:
+    rec = {k: m.get(k) for k in MESSAGE_FIELDS if m.get(k) is not None}
+    rec["session_id"] = session["id"]
+    return rec
+
+
 def to_jsonl(session: dict, messages: list[dict]) -> str:
-    keep = ("id", "role", "content", "tool_calls", "tool_call_id", "tool_name", "created_at",
-            "active", "compacted")
-    lines = []
-    for m in messages:
-        rec = {k: m.get(k) for k in keep if m.get(k) is not None}
-        rec["session_id"] = session["id"]
-        lines.append(json.dumps(rec, ensure_ascii=False))
+    lines = [json.dumps(message_record(session, m), ensure_ascii=False) for m in messages]
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+def to_json(session: dict, messages: list[dict]) -> str:
+    """One JSON object: the session (as `sessions list --json` gives it) and its messages."""
+    return json.dumps({"session": {k: session.get(k) for k in LIST_FIELDS if k in session},
+                       "messages": [message_record(session, m) for m in messages]},
+                      indent=1, ensure_ascii=False) + "\n"
+
+
+EXPORT_FORMATS = {"markdown": to_markdown, "jsonl": to_jsonl, "json": to_json}
+_BY_SUFFIX = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".md": "markdown",
+              ".markdown": "markdown"}
+
+
+def export_format(fmt: Optional[str], output: Optional[str]) -> str:
+    """--format when given, else what the file name says (x.json, x.jsonl, x.md), else markdown."""
+    if fmt:
+        return fmt
+    suffix = Path(output).suffix.lower() if output and output != "-" else ""
+    return _BY_SUFFIX.get(suffix, "markdown")
+
+
 PRUNE_KEEPS_ACTIVE_SECONDS = 3600  # prune never takes a session used in the last hour (--force does)
-
-
-def _confirm(question: str, out: TextIO) -> bool:
-    """y/N on the terminal; anything but yes (end of input included) is no."""
-    out.write(f"{question} [y/N] ")
-    out.flush()
-    try:
-        return sys.stdin.readline().strip().lower() in ("y", "yes")
-    except (EOFError, OSError):
-        return False
-
-
-def _check_can_ask(yes: bool, what: str) -> None:
-    """Destructive commands ask; where nobody can answer, --yes is the only way through."""
-    if not yes and not sys.stdin.isatty():
-        raise CommandError(f"{what}: no terminal to confirm on; pass --yes to go ahead")
 
 
 def removal_lines(rows: list[dict]) -> list[str]:
@@ -150,66 +160,88 @@ def run(args: Any, out: TextIO = sys.stdout) -> int:
         db.close()
 
 
+def _list(db: Any, args: Any, out: TextIO) -> int:
+    rows = db.list_sessions(limit=getattr(args, "limit", 30), source=getattr(args, "source", None))
+    if getattr(args, "json", False):
+        out.write(session_list_json(rows) + "\n")
+    else:
+        out.write("\n".join(session_list_lines(rows)) + "\n")
+    return 0
+
+
+def _show(db: Any, args: Any, out: TextIO) -> int:
+    sid = resolve(db, args.session)
+    s = db.get_session(sid) or {"id": sid}
+    if getattr(args, "json", False):
+        if args.children:
+            out.write(json.dumps(db.list_children(sid), indent=1, default=str) + "\n")
+        else:
+            out.write(to_json(s, db.get_messages(sid, include_inactive=args.all)))
+        return 0
+    out.write(f"{s.get('title') or '(untitled)'}  [{sid}]  {s.get('source') or '-'}  "
+              f"model {s.get('model') or '-'}  started {fmt_time(s.get('started_at'))}\n\n")
+    if getattr(args, "children", False):
+        out.write("\n".join(children_lines(db.list_children(sid))) + "\n")
+        return 0
+    for m in db.get_messages(sid, include_inactive=args.all):
+        tag = "" if m.get("active", 1) else " (compacted)"
+        text = content_text(m.get("content")).strip()
+        name = f"[{m['tool_name']}]" if m.get("tool_name") else ""
+        out.write(f"{m.get('role')}{name}{tag}: {text}\n")
+        for call in tool_calls_text(m.get("tool_calls")):
+            out.write(f"    → {call}\n")
+    return 0
+
+
+def _search(db: Any, args: Any, out: TextIO) -> int:
+    if not args.query.strip():
+        raise UsageError("the search query is empty; give words to look for, e.g. "
+                         "hermes sessions search 'deploy script'")
+    hits = db.search_messages(args.query, limit=args.limit)
+    if getattr(args, "json", False):
+        out.write(json.dumps(hits, indent=1, ensure_ascii=False, default=str) + "\n")
+        return 0
+    if not hits:
+        out.write(f"No messages match {args.query!r}.\n")
+    for h in hits:
+        label = h.get("session_title") or ""
+        gone = "" if h.get("active", 1) else " (compacted)"
+        out.write(f"{h['session_id']}  {label}  {h.get('role')}{gone}: "
+                  f"{' '.join(str(h.get('snippet') or '').split())}\n")
+    return 0
+
+
+def _export(db: Any, args: Any, out: TextIO) -> int:
+    sid = resolve(db, args.session)
+    s = db.get_session(sid) or {"id": sid}
+    msgs = db.get_messages(sid, include_inactive=True)
+    fmt = export_format(args.format, args.output)
+    text = EXPORT_FORMATS[fmt](s, msgs)
+    if args.output and args.output != "-":
+        Path(args.output).write_text(text, encoding="utf-8")
+        sys.stderr.write(f"exported {len(msgs)} messages of {sid} to {args.output} ({fmt})\n")
+    else:
+        out.write(text)
+    return 0
+
+
+def _rename(db: Any, args: Any, out: TextIO) -> int:
+    sid = resolve(db, args.session)
+    try:
+        db.set_session_title(sid, args.title)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    out.write(f"{sid} is now titled {args.title!r}\n")
+    return 0
+
+
 def _dispatch(db: Any, action: str, args: Any, out: TextIO) -> int:
-    if action == "list":  # bare `hermes sessions` too, with the defaults
-        rows = db.list_sessions(limit=getattr(args, "limit", 30), source=getattr(args, "source", None))
-        if getattr(args, "json", False):
-            out.write(session_list_json(rows) + "\n")
-        else:
-            out.write("\n".join(session_list_lines(rows)) + "\n")
-        return 0
-    if action == "show":
-        sid = resolve(db, args.session)
-        s = db.get_session(sid) or {"id": sid}
-        out.write(f"{s.get('title') or '(untitled)'}  [{sid}]  {s.get('source') or '-'}  "
-                  f"model {s.get('model') or '-'}  started {fmt_time(s.get('started_at'))}\n\n")
-        if getattr(args, "children", False):
-            out.write("\n".join(children_lines(db.list_children(sid))) + "\n")
-            return 0
-        msgs = db.get_messages(sid, include_inactive=args.all)
-        for m in msgs:
-            tag = "" if m.get("active", 1) else " (compacted)"
-            text = content_text(m.get("content")).strip()
-            name = f"[{m['tool_name']}]" if m.get("tool_name") else ""
-            out.write(f"{m.get('role')}{name}{tag}: {text}\n")
-            for call in tool_calls_text(m.get("tool_calls")):
-                out.write(f"    → {call}\n")
-        return 0
-    if action == "search":
-        hits = db.search_messages(args.query, limit=args.limit)
-        if not hits:
-            out.write(f"No messages match {args.query!r}.\n")
-            return 0
-        for h in hits:
-            label = h.get("session_title") or ""
-            gone = "" if h.get("active", 1) else " (compacted)"
-            out.write(f"{h['session_id']}  {label}  {h.get('role')}{gone}: "
-                      f"{' '.join(str(h.get('snippet') or '').split())}\n")
-        return 0
-    if action == "export":
-        sid = resolve(db, args.session)
-        s = db.get_session(sid) or {"id": sid}
-        msgs = db.get_messages(sid, include_inactive=True)
-        text = to_markdown(s, msgs) if args.format == "markdown" else to_jsonl(s, msgs)
-        if args.output and args.output != "-":
-            Path(args.output).write_text(text, encoding="utf-8")
-            sys.stderr.write(f"exported {len(msgs)} messages of {sid} to {args.output}\n")
-        else:
-            out.write(text)
-        return 0
-    if action == "rename":
-        sid = resolve(db, args.session)
-        try:
-            db.set_session_title(sid, args.title)
-        except ValueError as exc:
-            raise CommandError(str(exc)) from None
-        out.write(f"{sid} is now titled {args.title!r}\n")
-        return 0
-    if action == "delete":
-        return _delete(db, args, out)
-    if action == "prune":
-        return _prune(db, args, out)
-    raise CommandError(f"unknown sessions action {action!r}")
+    """One ``hermes sessions`` action (bare ``hermes sessions`` lists, with the defaults)."""
+    actions = {"list": _list, "show": _show, "search": _search, "export": _export,
+               "rename": _rename, "delete": _delete, "prune": _prune}
+    if action not in actions:
+        raise CommandError(f"unknown sessions action {action!r}")
+    return actions[action](db, args, out)
 
 
 def _delete(db: Any, args: Any, out: TextIO) -> int:
@@ -228,7 +260,7 @@ def _delete(db: Any, args: Any, out: TextIO) -> int:
 
 def _prune(db: Any, args: Any, out: TextIO) -> int:
     if args.older_than < 0:
-        raise CommandError("--older-than takes a number of days (0 or more)")
+        raise UsageError("--older-than takes a number of days (0 or more)")
     keep = 0.0 if args.force else PRUNE_KEEPS_ACTIVE_SECONDS
     idle = f"idle for more than {args.older_than:g} days"
     rows = db.prune_candidates(args.older_than, keep_active_within=keep)
@@ -262,12 +294,16 @@ def add_parser(sub: Any) -> None:
     ps.add_argument("--all", action="store_true", help="include compacted messages")
     ps.add_argument("--children", action="store_true",
                     help="list the subagents it delegated to instead of its messages")
+    ps.add_argument("--json", action="store_true",
+                    help="one JSON object: the session and its messages (--children: an array)")
     pq = ss.add_parser("search", help="full-text search over every message")
     pq.add_argument("query", metavar="QUERY")
     pq.add_argument("--limit", type=positive_int, default=20, metavar="N")
+    pq.add_argument("--json", action="store_true", help="a JSON array of matching messages")
     pe = ss.add_parser("export", help="write a session as markdown or jsonl")
     pe.add_argument("session", metavar="ID")
-    pe.add_argument("--format", choices=("markdown", "jsonl"), default="markdown")
+    pe.add_argument("--format", choices=tuple(EXPORT_FORMATS),
+                    help="markdown, jsonl or json (default: from the -o file name, else markdown)")
     pe.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     pr = ss.add_parser("rename", help="set a session's title")
     pr.add_argument("session", metavar="ID")

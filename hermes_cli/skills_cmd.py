@@ -45,8 +45,8 @@ def _list(home: Any, cfg: Any, args: Any, out: TextIO) -> int:
             sys.stderr.write(f"skipped: {p.line()}\n")
         return 0
     if not rows:
-        out.write(f"No skills yet. They live in {loader.skills_dir(home)}; the agent writes them with "
-                  "skill_manage, or `hermes skills install PATH` adds one.\n")
+        out.write(f"No skills yet. They live in {loader.skills_dir(home)}; the agent writes them "
+                  "as it works, or `hermes skills install PATH` adds one.\n")
     width = max([len(s.name) for s, _ in rows] + [4])
     current = None
     for skill, why in rows:
@@ -112,6 +112,12 @@ def run(args: Any, out: TextIO = sys.stdout) -> int:
             path = store.install(args.path, category=args.category, force=args.force)
             out.write(f"installed {path.name} at {path}\n")
         elif action == "remove":
+            from hermes_cli.confirm import go_ahead
+
+            skill = store.find(args.name)
+            question = f"Remove skill {skill.name} ({skill.path})?"
+            if not go_ahead(args.yes, f"not removing skill {skill.name}", question, out):
+                return 0
             path = store.delete(args.name)
             out.write(f"removed {args.name} ({path}); bring it back with `hermes skills revert {args.name}`\n")
         elif action == "revert":
@@ -141,6 +147,7 @@ def add_parser(sub: Any) -> None:
     pi.add_argument("--force", action="store_true", help="replace an installed skill of that name")
     pr = ss.add_parser("remove", help="delete a skill (kept in its history: revert brings it back)")
     pr.add_argument("name", metavar="NAME")
+    pr.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     ph = ss.add_parser("history", help="the saved versions of a skill")
     ph.add_argument("name", metavar="NAME")
     ph.add_argument("--json", action="store_true", help="machine-readable output")

@@ -6,6 +6,7 @@ table, so a command cannot exist in /help but not in completion, or the other wa
 from __future__ import annotations
 
 import difflib
+import textwrap
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -89,25 +90,25 @@ def lookup(name: str) -> Optional[SlashCommand]:
     return _BY_NAME.get(name.lower().lstrip("/"))
 
 
-def suggest(name: str, n: int = 3) -> list[str]:
-    """Close matches for a mistyped command, best first; prefix matches count as close too."""
+def suggest(name: str, n: int = 3, skills: Sequence[str] = ()) -> list[str]:
+    """Close matches for a mistyped command (or skill), best first; prefixes count as close."""
     name = name.lower().lstrip("/")
-    names = sorted(_BY_NAME)
+    names = sorted(set(_BY_NAME) | set(skills))
     out = [m for m in names if name and m.startswith(name)]
     for m in difflib.get_close_matches(name, names, n=n, cutoff=0.5):
         if m not in out:
             out.append(m)
     canon: list[str] = []
     for m in out:
-        c = _BY_NAME[m].name
+        c = _BY_NAME[m].name if m in _BY_NAME else m
         if c not in canon:
             canon.append(c)
     return canon[:n]
 
 
-def unknown_message(name: str) -> str:
-    """The one line shown for an unknown command."""
-    sugg = suggest(name)
+def unknown_message(name: str, skills: Sequence[str] = ()) -> str:
+    """The one line shown for an unknown command (the skills' names count as commands too)."""
+    sugg = suggest(name, skills=skills)
     hint = f" Did you mean {', '.join('/' + s for s in sugg)}?" if sugg else ""
     return f"Unknown command /{name}.{hint} Type /help for the list."
 
@@ -122,21 +123,39 @@ def completions(text: str, skills: Sequence[tuple[str, str]] = ()) -> list[tuple
     return out + [("/" + n, d) for n, d in skills if n.startswith(prefix) and n not in _BY_NAME]
 
 
-def help_lines(skills: Sequence[tuple[str, str]] = (), max_skills: int = 30) -> list[str]:
-    """Rows for /help, aligned; then the skills (a command of the same name wins)."""
+HEAD_COLUMN = 24  # a longer command head puts its description on the line below
+
+
+def _row(head: str, text: str, col: int, width: int) -> list[str]:
+    """One /help entry, its description wrapped at word boundaries to ``width``, aligned."""
+    indent = " " * (col + 4)
+    if len(head) > col:
+        return ["  " + head] + textwrap.wrap(text, width, initial_indent=indent,
+                                             subsequent_indent=indent)
+    return textwrap.wrap(text, width, initial_indent=f"  {head.ljust(col)}  ",
+                         subsequent_indent=indent) or [f"  {head}"]
+
+
+def help_lines(skills: Sequence[tuple[str, str]] = (), max_skills: int = 30,
+               width: int = 100) -> list[str]:
+    """Rows for /help, aligned and wrapped to ``width`` (the terminal's); then the skills (a
+    command of the same name wins)."""
+    width = max(40, width - 1)  # a full last column makes some terminals wrap early
     rows = []
     for c in COMMANDS:
         head = f"/{c.name}" + (f" {c.usage}" if c.usage else "")
         alias = f" (also {', '.join('/' + a for a in c.aliases)})" if c.aliases else ""
         rows.append((head, c.help + alias))
     skill_rows = [(f"/{n} [text]", d) for n, d in skills if n not in _BY_NAME]
-    width = max(len(h) for h, _ in rows + skill_rows[:max_skills])
-    lines = [f"  {h.ljust(width)}  {t}" for h, t in rows]
+    col = min(HEAD_COLUMN, max(len(h) for h, _ in rows + skill_rows[:max_skills]))
+    lines = [line for h, t in rows for line in _row(h, t, col, width)]
     if skill_rows:
         lines.append("Skills (your message is sent with the skill attached):")
-        lines += [f"  {h.ljust(width)}  {t}" for h, t in skill_rows[:max_skills]]
+        lines += [line for h, t in skill_rows[:max_skills] for line in _row(h, t, col, width)]
         if len(skill_rows) > max_skills:
             lines.append(f"  … and {len(skill_rows) - max_skills} more (`hermes skills list`)")
-    lines.append("  Enter sends; Alt+Enter (or Esc then Enter) adds a new line; '//' starts a message with '/'.")
-    lines.append("  Ctrl+C interrupts a running reply; Ctrl+C twice at an empty prompt or Ctrl+D quits.")
+    for note in ("Enter sends; Alt+Enter (or Esc then Enter) adds a new line; '//' starts a "
+                 "message with '/'.", "Ctrl+C interrupts a running reply; Ctrl+C twice at an "
+                 "empty prompt or Ctrl+D quits."):
+        lines += textwrap.wrap(note, width, initial_indent="  ", subsequent_indent="  ")
     return lines

@@ -176,6 +176,32 @@ def store_url(cfg: Optional["HermesConfig"] = None) -> Optional[str]:
     return url.strip() or None if url else None
 
 
+class ApiServerShape(_Section):
+    """What ``gateway.api_server`` values must look like (the section itself stays a mapping)."""
+
+    port: Optional[int] = Field(default=None, ge=1, le=65535)  # (`--port 0` picks a free one)
+    host: Optional[str] = None
+    max_body_bytes: Optional[int] = Field(default=None, gt=0)
+
+
+class TelegramShape(_Section):
+    poll_timeout: Optional[float] = Field(default=None, gt=0)
+    election_interval: Optional[float] = Field(default=None, gt=0)
+
+
+class GatewayShape(_Section):
+    """Checked when config.yaml is read, so a bad value stops every command at once instead of
+    the gateway after its warm-up; the gateway keeps reading ``cfg.gateway`` as a mapping."""
+
+    api_server: ApiServerShape = Field(default_factory=ApiServerShape)
+    telegram: TelegramShape = Field(default_factory=TelegramShape)
+    busy_policy: Optional[Literal["queue", "interrupt"]] = None
+    warmup: Optional[bool] = None
+    max_cached_agents: Optional[int] = Field(default=None, ge=1)
+    workers: Optional[int] = Field(default=None, ge=1)
+    drain_timeout: Optional[float] = Field(default=None, ge=0)
+
+
 class HermesConfig(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
@@ -200,6 +226,20 @@ class HermesConfig(_Section):
     checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
     web: WebConfig = Field(default_factory=WebConfig)  # web_search, web_extract (issue 23)
     browser: BrowserConfig = Field(default_factory=BrowserConfig)  # browser_* tools (issue 23)
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, v: Optional[str]) -> Optional[str]:
+        if v is None or not str(v).strip():
+            return None
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(str(v).strip())
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"{v!r} is not a time zone; use an IANA name such as Europe/Paris, "
+                             "America/New_York or UTC") from None
+        return str(v).strip()
 
 
 def load_plugins(cfg: HermesConfig) -> list:
@@ -246,13 +286,24 @@ def read_raw_config(path: Optional[Path] = None) -> dict[str, Any]:
     return data
 
 
+def _config_error(exc: ValidationError, source: str, prefix: str = "") -> ConfigError:
+    first = exc.errors()[0]
+    loc = prefix + ".".join(str(p) for p in first["loc"])
+    msg = first["msg"].removeprefix("Value error, ")
+    msg = msg[:1].lower() + msg[1:]
+    return ConfigError(f"{source}: `{loc}` {msg}; fix it with `hermes config set {loc} <value>`")
+
+
 def parse_config(data: dict[str, Any], source: str = "config.yaml") -> HermesConfig:
     try:
-        return HermesConfig.model_validate(data)
+        cfg = HermesConfig.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"{source}: `{loc}` {first['msg'].lower()}; fix it with `hermes config set {loc} <value>`") from None
+        raise _config_error(exc, source) from None
+    try:
+        GatewayShape.model_validate(cfg.gateway or {})
+    except ValidationError as exc:
+        raise _config_error(exc, source, "gateway.") from None
+    return cfg
 
 
 def load_config(path: Optional[Path] = None) -> HermesConfig:
@@ -261,19 +312,22 @@ def load_config(path: Optional[Path] = None) -> HermesConfig:
     return parse_config(read_raw_config(p), str(p))
 
 
-ProviderName = Literal["openrouter", "openai", "custom", "local"]
-
-OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
-OPENAI_BASE_URL = "https://api.openai.com/v1"
-
-
 class ProviderSettings(BaseModel):
     provider: str
     base_url: Optional[str]
     api_key: Optional[str]
-    model: str
+    model: str  # "": none configured, the endpoint's list decides (agent.providers.models)
     context_length: Optional[int] = None
     model_path: Optional[str] = None
+    key_var: Optional[str] = None  # where this provider's key is read from (named in errors)
+
+
+def _provider_source(flag: Optional[str]) -> str:
+    if flag:
+        return "--provider"
+    if os.environ.get("HERMES_PROVIDER"):
+        return "HERMES_PROVIDER"
+    return "model.provider in config.yaml"
 
 
 def resolve_provider(
@@ -284,29 +338,36 @@ def resolve_provider(
     model: Optional[str] = None,
     provider: Optional[str] = None,
 ) -> ProviderSettings:
-    """Arguments > environment > config.yaml > defaults; nothing configured means the local model."""
+    """Arguments > environment > config.yaml > defaults; nothing configured means the local model.
+
+    Raises ConfigError (nothing is sent) for an unknown provider name, a provider that needs a
+    base URL or a key and has none: the message names what to set (hermes_core.provider_table)."""
+    from hermes_core import provider_table as catalog
+
     cfg = cfg or HermesConfig()
     env = os.environ
     m = cfg.model
-    provider = provider or env.get("HERMES_PROVIDER") or m.provider
+    name = provider or env.get("HERMES_PROVIDER") or m.provider
+    try:
+        info = catalog.lookup(name)
+    except catalog.UnknownProvider as exc:
+        known = catalog.UnknownProvider(exc.name, exc.hint, _provider_source(provider))
+        raise ConfigError(str(known)) from None
     base_url = base_url or env.get("OPENAI_BASE_URL") or m.base_url
-    key = api_key or env.get("OPENAI_API_KEY") or env.get("OPENROUTER_API_KEY") or m.api_key
-    model = model or env.get("HERMES_MODEL") or m.default
-
-    if provider == "openrouter" or (not provider and not base_url and env.get("OPENROUTER_API_KEY") and not env.get("OPENAI_API_KEY")):
-        provider = "openrouter"
-        base_url = base_url or OPENROUTER_BASE_URL
-        key = api_key or env.get("OPENROUTER_API_KEY") or m.api_key
-    elif provider == "openai" or (not provider and not base_url and key):
-        provider = provider or "openai"
-        base_url = base_url or OPENAI_BASE_URL
-    elif provider == "local" or (not provider and not base_url and not key):
+    model = model or env.get("HERMES_MODEL") or m.default or getattr(m, "model", None) or ""
+    if info is None:
+        info = catalog.detect(base_url, api_key or m.api_key, env)
+    if info.name == "local":
         return ProviderSettings(provider="local", base_url=None, api_key=None,
-                                model=model or "SmolLM2-135M-Instruct",
+                                model=model or catalog.LOCAL_MODEL,
                                 context_length=m.context_length, model_path=m.path)
-    else:
-        provider = provider or "custom"
-    if not model:
-        model = {"openrouter": "anthropic/claude-sonnet-4", "openai": "gpt-4o-mini"}.get(provider, "default")
-    return ProviderSettings(provider=provider, base_url=base_url, api_key=key, model=model,
-                            context_length=m.context_length, model_path=m.path)
+    base_url = base_url or info.base_url
+    if not base_url:
+        raise ConfigError(catalog.missing_url_message(info))
+    key = api_key or catalog.key_from_env(info, env) or m.api_key
+    if info.needs_key and not key:
+        raise ConfigError(catalog.missing_key_message(info))
+    return ProviderSettings(provider=info.name, base_url=base_url, api_key=key,
+                            model=model or info.default_model or "",
+                            context_length=m.context_length, model_path=m.path,
+                            key_var=info.key_var)

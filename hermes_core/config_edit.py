@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from hermes_core.config import ConfigError, config_path, env_path, parse_config, read_raw_config
 from hermes_core.files import atomic_write
@@ -104,10 +104,15 @@ def del_dotted(data: dict, key: str) -> None:
 
 
 def write_config(data: dict, path: Optional[Path] = None) -> Path:
+    """config.yaml replaced atomically; it and its folder are private from the first byte (the
+    file names endpoints and, in older installs, keys)."""
     import yaml
 
-    return atomic_write(path or config_path(),
-                        yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    from hermes_core.home import ensure_private_dir
+
+    p = path or config_path()
+    ensure_private_dir(p.parent)  # HERMES_HOME private from the first byte (setup may create it)
+    return atomic_write(p, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
 
 
 def read_env_file() -> dict[str, str]:
@@ -133,13 +138,22 @@ def masked_tree(data: Any, prefix: str = "") -> Any:
 
 
 
-def set_key(key: str, text: str) -> str:
+def set_key(key: str, text: str, force: bool = False,
+            check: Optional[Callable[[dict], None]] = None) -> str:
     """Set a dotted key from its text form: a secret goes to ``.env`` (and leaves config.yaml),
-    anything else into config.yaml after checking the result still loads. Returns the line
-    saying where it went; raises ``ConfigError`` (nothing written) on a bad key or value."""
+    anything else into config.yaml after checking the result still loads (and ``check(raw)``
+    passes). An unknown key (a typo) is refused unless ``force``. Returns the line saying where
+    it went; raises ``ConfigError`` (nothing written) on a bad key or value."""
+    from hermes_core.config_keys import key_problem
+
     key = key.strip().strip(".")
     if not key or any(not part for part in key.split(".")):
         raise ConfigError(f"`{key}` is not a dotted key like model.default")
+    problem = None if force else key_problem(key)
+    if problem is not None:
+        hint = f" (did you mean `{problem.suggestion}`?)" if problem.suggestion else ""
+        raise ConfigError(f"unknown config key `{key}`{hint}; nothing was written (`hermes config "
+                          "set --force KEY VALUE` writes it anyway)")
     raw = read_raw_config()
     if is_secret(key):
         var = secret_env_var(key, raw)
@@ -151,5 +165,7 @@ def set_key(key: str, text: str) -> str:
     value = parse_value(text)
     set_dotted(raw, key, value)
     parse_config(raw, f"{config_path()} after setting {key}")  # never write a file that won't load
+    if check is not None:
+        check(raw)
     p = write_config(raw)
     return f"{key} = {value!r} written to {p}"

@@ -104,6 +104,27 @@ def message_rows(rows: Iterable[Any]) -> list[dict[str, Any]]:
     return out
 
 
+# How a skill invocation is stored (tools.skills.invoke.message builds it from these): the
+# preview of such a message is what the user typed, not the skill's text.
+SKILL_HEAD = '[The user invoked the skill "{name}" with /{name}.'
+SKILL_END = '[End of skill "{name}"]'
+SKILL_NO_TEXT = "(no further text: follow the skill)"
+_SKILL_HEAD = re.compile(r'^\[The user invoked the skill "([^"]+)" with /')
+
+
+def typed_text(text: str) -> str:
+    """``/name request`` for a stored skill invocation (as the user typed it), else ``text``."""
+    m = _SKILL_HEAD.match(text or "")
+    if not m:
+        return text
+    end = SKILL_END.format(name=m.group(1))
+    at = text.rfind(end)
+    if at < 0:
+        return text
+    ask = text[at + len(end):].strip()
+    return f"/{m.group(1)}" + ("" if ask in ("", SKILL_NO_TEXT) else f" {ask}")
+
+
 def content_text(content: Any) -> str:
     """Plain text of a message content, for previews."""
     if isinstance(content, str):

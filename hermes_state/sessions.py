@@ -5,7 +5,7 @@ import time
 from typing import Any, Iterable, Optional
 
 from .backend import Tx, UsesBackend
-from .common import PREVIEW_CHARS, new_session_id
+from .common import PREVIEW_CHARS, content_text, new_session_id, typed_text
 
 
 class SessionsMixin(UsesBackend):
@@ -62,7 +62,7 @@ class SessionsMixin(UsesBackend):
         out = []
         for row in rows:
             d = dict(row)
-            text = " ".join((d.pop("_first") or "").split())
+            text = " ".join(typed_text(content_text(d.pop("_first") or "")).split())
             d["preview"] = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1] + "…"
             out.append(d)
         return out

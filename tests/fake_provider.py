@@ -24,6 +24,8 @@ Handlers that react to the request size::
         n = estimate_prompt_tokens(body)
         return overflow(n, 8000) if n > 8000 else text("fine")
 
+``fp.models`` is the list ``GET /v1/models`` serves (default ``["fake-model"]``).
+
 Inspection: ``fp.requests`` (JSON bodies, in order), ``fp.raw_requests`` (bytes),
 ``fp.request_headers`` (lower-cased names), ``fp.last_request``, ``fp.pending`` (queued
 replies left), ``fp.wait_for_requests(n, timeout)``.  ``estimate_prompt_tokens(body)`` is the
@@ -519,9 +521,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
         if path in ("/v1/models", "/models"):
+            ids = self.server.provider.models
             self._send_json(
                 200,
-                {"object": "list", "data": [{"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "test"}]},
+                {"object": "list", "data": [{"id": m, "object": "model", "created": 0,
+                                             "owned_by": "test"} for m in ids]},
             )
         elif path in ("/health", "/v1/health"):
             self._send_json(200, {"status": "ok"})
@@ -691,6 +695,7 @@ class FakeProvider:
         self._port = port
         self.default: Reply = default if default is not None else text("ok")
         self.handler: Callable[[dict], Reply | str | None] | None = None
+        self.models: list[str] = [MODEL_ID]  # what GET /v1/models lists
         self.requests: list[dict] = []
         self.raw_requests: list[bytes] = []
         self.request_headers: list[dict[str, str]] = []  # header names lower-cased

@@ -128,9 +128,10 @@ def test_retries_give_up_with_a_clear_message(make_agent, fake_provider, monkeyp
     # the user's message is kept and the next turn works, with alternation intact
     fake_provider.default = text("back")
     assert agent.run_conversation("again")["final_response"] == "back"
-    _well_formed(fake_provider)
+    _well_formed(fake_provider)  # a placeholder answer between the two user messages, on the wire
+    assert fake_provider.last_request["messages"][-2]["content"].startswith("(no reply")
     roles = [m["role"] for m in SessionDB().get_active_messages(agent.session_id)]
-    assert roles == ["user", "assistant", "user", "assistant"]
+    assert roles == ["user", "user", "assistant"]  # and never in the store
 
 
 def test_max_iterations_stops_a_tool_loop(make_agent, fake_provider):

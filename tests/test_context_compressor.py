@@ -21,6 +21,7 @@ from agent.context_compressor import (
     place_summary,
     split_summary,
 )
+from agent.compaction_digest import digest
 from hermes_core.messages import alternation_problems, find_tool_pair_violations, message_text
 from hermes_core.tokens import estimate_messages_tokens_rough
 from tests.fake_provider import check_well_formed
@@ -570,7 +571,7 @@ def test_digest_lists_requests_and_final_answers():
     c = ContextCompressor(200_000)
     middle = [user("request-1: build it"), asst_calls("x"), result("x", "noise " * 100), asst("answer-1: built"),
               user("request-2: " + "long " * 200)]
-    text = c._digest(middle, "old summary text", c.summary_budget)
+    text = digest(middle, ["old summary text"], c.summary_budget)
     assert "request-1: build it" in text and "answer-1: built" in text and "old summary text" in text
     assert "noise" not in text
     line = [ln for ln in text.splitlines() if "request-2" in ln][0]

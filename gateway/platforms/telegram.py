@@ -7,6 +7,7 @@ ever waiting on a turn.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any, Callable, Optional
 
@@ -88,11 +89,17 @@ class TelegramAdapter(PlatformAdapter):
         from telegram.ext import Application, MessageHandler, filters
 
         api, files = telegram_api_urls(self._base_url)
-        self._app = Application.builder().token(self._token).base_url(api).base_file_url(files).build()
-        self._app.add_handler(MessageHandler(filters.TEXT, self._on_update))
-        await self._app.initialize()
-        self._username = (self._app.bot.username or "").lower()
-        await self._app.start()
+        app = Application.builder().token(self._token).base_url(api).base_file_url(files).build()
+        app.add_handler(MessageHandler(filters.TEXT, self._on_update))
+        try:
+            await app.initialize()  # getMe: the first call that needs Telegram to answer
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await app.bot.shutdown()  # the HTTP clients it opened; the next attempt builds anew
+            raise
+        self._app = app
+        self._username = (app.bot.username or "").lower()
+        await app.start()
 
     async def start_polling(self) -> None:
         await self._app.updater.start_polling(poll_interval=0.0, timeout=int(max(1, self._poll_timeout)),

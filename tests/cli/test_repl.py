@@ -15,10 +15,11 @@ PROMPT = "❯"
 class Repl:
     """A running `hermes` in a pty; `say` types a line, `wait` reads up to a pattern."""
 
-    def __init__(self, fp, **env: str) -> None:
+    def __init__(self, fp, *args: str, dimensions: tuple[int, int] = (40, 160), **env: str) -> None:
         self.fp = fp
-        self.child = pexpect.spawn(sys.executable, ["-m", "hermes_cli.main"], env=hermes_env(fp, **env),
-                                   cwd=str(ROOT), encoding="utf-8", timeout=30, dimensions=(40, 160))
+        self.child = pexpect.spawn(sys.executable, ["-m", "hermes_cli.main", *args],
+                                   env=hermes_env(fp, **env), cwd=str(ROOT), encoding="utf-8",
+                                   timeout=30, dimensions=dimensions)
         self.out = ""
         self.wait(PROMPT)
 
@@ -163,10 +164,10 @@ def test_setup_wizard_in_a_terminal(fake_provider, hermes_home):
     child.sendline("2")
     child.expect("Base URL")
     child.sendline(fake_provider.base_url)
-    child.expect("Model name")
-    child.sendline("wizard-model")
-    child.expect("API key")
+    child.expect("API key")  # before the models list is asked for: the endpoint may need it
     child.sendline("sk-wizard-0123456789abcdef")
+    child.expect(r"Model name \[fake-model\]")  # the one the endpoint lists is offered
+    child.sendline("wizard-model")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0

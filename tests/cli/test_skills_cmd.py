@@ -31,7 +31,7 @@ def test_list_show_install_remove_history_revert(hermes_home, tmp_path):
     assert "description: Work with PDFs." in shown and "files: scripts/x.py" in shown
     again = run_hermes("skills", "install", str(src), env=env)
     assert again.returncode == 1 and again.stderr.startswith("hermes: error:") and "--force" in again.stderr
-    assert run_hermes("skills", "remove", "pdf-tools", env=env).returncode == 0
+    assert run_hermes("skills", "remove", "pdf-tools", "--yes", env=env).returncode == 0
     assert not (hermes_home / "skills/docs/pdf-tools").exists()
     hist = run_hermes("skills", "history", "pdf-tools", env=env).stdout
     assert "1  " in hist and "before install by cli  (did not exist)" in hist and "before delete by cli" in hist

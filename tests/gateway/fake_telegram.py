@@ -20,7 +20,9 @@ _STRING_PARAMS = {"text", "action", "parse_mode"}
 
 
 class FakeTelegram:
-    def __init__(self, token: str = "123456:TEST-TOKEN", max_poll: float = 0.5) -> None:
+    def __init__(self, token: str = "123456:TEST-TOKEN", max_poll: float = 0.5,
+                 port: int = 0) -> None:
+        """``port``: where to listen (0: a free one), e.g. the address a gateway already retries."""
         self.token = token
         self.max_poll = max_poll
         self.calls: list[tuple[str, dict[str, Any]]] = []
@@ -35,7 +37,7 @@ class FakeTelegram:
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._runner: Optional[web.AppRunner] = None
         self._thread: Optional[threading.Thread] = None
-        self.port = 0
+        self.port = port
 
     @property
     def base_url(self) -> str:
@@ -64,7 +66,7 @@ class FakeTelegram:
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 

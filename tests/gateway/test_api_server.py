@@ -146,9 +146,9 @@ def _sse_events(url: str, payload: dict) -> tuple[int, list]:
         raw = resp.read().decode()
         status = resp.status
     events = []
-    for block in raw.split("\n\n"):
-        if block.startswith("data: "):
-            data = block[6:]
+    for block in raw.split("\n\n"):  # named events ("event: error") carry their data line too
+        data = next((ln[6:] for ln in block.split("\n") if ln.startswith("data: ")), None)
+        if data is not None:
             events.append(data if data == "[DONE]" else json.loads(data))
     return status, events
 

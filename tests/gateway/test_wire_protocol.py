@@ -82,15 +82,16 @@ def test_tool_progress_is_interleaved_with_content(gw, fake_provider):
 def test_a_failed_turn_ends_with_finish_reason_error(gw, fake_provider):
     fake_provider.queue(error(401, "provider says no", type="authentication_error"))
     _, records = _stream(gw, {"messages": MSG})
-    last = records[-2][1]
+    last = records[-3][1]
     assert records[-1] == (None, "[DONE]")
     assert last["choices"][0]["finish_reason"] == "error"
-    assert last["hermes"] == {"completed": False, "failed": True, "partial": True, "error_code": "agent_error"}
-    said = "".join(d["choices"][0]["delta"].get("content") or "" for _, d in records[:-1] if d["choices"])
-    assert "failed" in said  # a plain client shows the user what happened
+    assert last["hermes"] == {"completed": False, "failed": True, "partial": True,
+                              "error_code": "provider_auth"}
+    event, data = records[-2]  # the stream ends with the failure as an error event (issue 21)
+    assert event == "error" and "rejected the credentials" in data["error"]["message"]
     fake_provider.queue(error(401, "provider says no", type="authentication_error"))
-    sdk = list(_client(gw).chat.completions.create(model="m", messages=MSG, stream=True))
-    assert sdk[-1].choices[0].finish_reason == "error"
+    with pytest.raises(openai.APIError, match="rejected the credentials"):
+        list(_client(gw).chat.completions.create(model="m", messages=MSG, stream=True))
 
 
 def test_a_lock_deferred_turn_is_partial_not_failed(gw, fake_provider, hermes_home):

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
+from hermes_state.common import SKILL_END, SKILL_HEAD, SKILL_NO_TEXT
 from tools.skills import loader
 
 _INVOCATION = re.compile(r"^\s*/([A-Za-z0-9][A-Za-z0-9._-]*)(?:@\S+)?(?:[ \t]+|\n|$)(.*)\Z", re.S)
@@ -33,9 +34,24 @@ def message(skill: loader.Skill, skill_text: str, request: str) -> str:
     files = skill.files()
     listing = (f"\nIts files (read with skill_view(\"{skill.name}\", file_path)): {', '.join(files)}"
                if files else "")
-    ask = request or "(no further text: follow the skill)"
-    return (f"[The user invoked the skill \"{skill.name}\" with /{skill.name}. Its instructions "
-            f"follow.{listing}]\n\n{skill_text.strip()}\n\n[End of skill \"{skill.name}\"]\n\n{ask}")
+    ask = request or SKILL_NO_TEXT
+    head, end = SKILL_HEAD.format(name=skill.name), SKILL_END.format(name=skill.name)
+    return f"{head} Its instructions follow.{listing}]\n\n{skill_text.strip()}\n\n{end}\n\n{ask}"
+
+
+def not_found(text: str, home: Path, config: Any = None) -> Optional[tuple[str, list[str]]]:
+    """(name, close skill names) when ``text`` reads as ``/name …`` and no skill has that name:
+    a one-shot run says so instead of sending the line to the model as if it were a question."""
+    parts = split(text)
+    if parts is None:
+        return None
+    from tools.skills.bundled import catalog
+    from tools.skills.similar import close_names
+
+    cat = catalog(home, config)
+    if find(cat, parts[0]) is not None:
+        return None
+    return parts[0], close_names(parts[0], [s.name for s in cat.skills])
 
 
 def expand(text: str, home: Path, config: Any = None) -> Optional[tuple[loader.Skill, str]]:

@@ -89,7 +89,8 @@ class SkillStore:
             if s.name == name:
                 return s
         close = similar.close_names(name, [s.name for s in skills])
-        hint = f"; did you mean {', '.join(close)}?" if close else "; skills_list shows the skills"
+        listing = "`hermes skills list`" if self.actor == "cli" else "skills_list"
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; {listing} shows the skills"
         raise SkillStoreError(f"no skill named {name!r}{hint}")
 
     def _editable(self, name: str) -> Skill:
@@ -215,6 +216,9 @@ class SkillStore:
         """Copy a skill folder (or its SKILL.md's folder) into HERMES_HOME/skills."""
         src = Path(source).expanduser()
         src = src.parent if src.name == "SKILL.md" else src
+        if not src.exists():
+            raise SkillStoreError(f"{src} does not exist; give the path of a skill folder (one "
+                                  "holding a SKILL.md)")
         if not (src / "SKILL.md").is_file():
             raise SkillStoreError(f"{src} has no SKILL.md; point at a skill folder")
         try:

@@ -9,13 +9,14 @@ import asyncio
 import logging
 import secrets
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from aiohttp import web
 
 from gateway.platforms.api_server import session_headers
 from hermes_core.images import chat_parts
-from gateway.platforms.api_server.outcomes import ending, message_text, raise_for, tool_progress
+from gateway.platforms.api_server.outcomes import (ending, error_code, failure_message,
+                                                   message_text, raise_for, tool_progress)
 from gateway.platforms.api_server.sse import SSEWriter, TurnFeed
 from gateway.platforms.api_server.wire import (MODEL_ID, APIError, check_roles, read_json, text_of,
                                                usage_of)
@@ -100,22 +101,8 @@ async def _stream(runner: Any, request: web.Request, body: dict[str, Any], key: 
                 await out.comment()
             elif kind == "gone":
                 raise ConnectionResetError("client went away")
-        outcome = turn.result()
-        text = message_text(outcome)
-        # the answer usually streamed as the tail (after any text written before tool calls)
-        if text and not "".join(streamed).endswith(text):
-            await out.send(chunk({"content": ("\n\n" if streamed else "") + text}))
-        finish, hermes = ending(outcome, key)
-        last = chunk({}, finish)
-        if hermes is not None:
-            last["hermes"] = hermes
-        await out.send(last)
-        if (body.get("stream_options") or {}).get("include_usage"):
-            prompt, completion = usage_of(outcome.result)
-            await out.send({"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
-                            "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                                                     "total_tokens": prompt + completion}})
-        await out.send(b"[DONE]")
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        await _send_ending(out, turn.result(), key, chunk, streamed, include_usage)
         await out.close()
     except (ConnectionResetError, asyncio.CancelledError) as exc:
         if handle.stop("the API client disconnected"):
@@ -128,12 +115,38 @@ async def _stream(runner: Any, request: web.Request, body: dict[str, Any], key: 
         log.exception("stream %s failed after it started", cid)
         try:  # the 200 is out: report in the stream, never with a second HTTP response
             await out.send({"error": {"message": "Internal server error.", "type": "server_error",
-                                      "code": "internal_error"}})
+                                      "code": "internal_error"}}, event="error")
             await out.send(b"[DONE]")
             await out.close()
         except Exception as exc:
             log.debug("could not report the failure in the stream: %s", exc)
     return out.resp
+
+
+async def _send_ending(out: SSEWriter, outcome: Any, key: Optional[str],
+                       chunk: Callable[..., dict[str, Any]], streamed: list[str],
+                       include_usage: bool) -> None:
+    """The answer's tail when it did not stream, the last chunk (finish reason, ``hermes``), the
+    usage chunk when asked, and for a failed turn the error event the OpenAI SDKs raise; then
+    ``[DONE]``."""
+    text = message_text(outcome)
+    # the answer usually streamed as the tail (after any text written before tool calls)
+    if text and not "".join(streamed).endswith(text):
+        await out.send(chunk({"content": ("\n\n" if streamed else "") + text}))
+    finish, hermes = ending(outcome, key)
+    last = chunk({}, finish)
+    if hermes is not None:
+        last["hermes"] = hermes
+    await out.send(last)
+    if include_usage:
+        prompt, completion = usage_of(outcome.result)
+        await out.send({**chunk({}), "choices": [], "usage": {
+            "prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}})
+    if outcome.kind == "failed":
+        await out.send({"error": {"message": failure_message(outcome, key), "type": "server_error",
+                                  "param": None, "code": error_code(outcome)}}, event="error")
+    await out.send(b"[DONE]")
 
 
 async def _session_id(runner: Any, key: Optional[str]) -> Optional[str]:

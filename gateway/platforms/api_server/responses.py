@@ -15,7 +15,8 @@ from typing import Any, Optional
 from aiohttp import web
 
 from gateway.platforms.api_server import session_headers
-from gateway.platforms.api_server.outcomes import ending, message_text, raise_for
+from gateway.platforms.api_server.outcomes import (ending, failure_message, message_text,
+                                                   raise_for)
 from gateway.platforms.api_server.response_events import ResponseBuilder
 from gateway.platforms.api_server.sse import SSEWriter, TurnFeed
 from hermes_core.images import chat_parts
@@ -143,7 +144,8 @@ def _finish(builder: ResponseBuilder, outcome: Any, key: Optional[str]) -> tuple
     status, text = _status(finish, hermes), message_text(outcome)
     prompt, completion = usage_of(outcome.result)
     usage = {"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion}
-    error = {"code": (hermes or {}).get("error_code") or "agent_error", "message": text} \
+    error = {"code": (hermes or {}).get("error_code") or "agent_error",
+             "message": failure_message(outcome, key) if outcome.kind == "failed" else text} \
         if status == "failed" else None
     return builder.finish(text, status, usage, error, hermes)
 

@@ -8,6 +8,7 @@ route through one middleware (``security``), so a registrar writes plain handler
 from __future__ import annotations
 
 import logging
+import socket
 from typing import Any, Awaitable, Callable, Iterable, Optional
 
 from aiohttp import web
@@ -103,6 +104,21 @@ class APIServer:
         for registrar in [*builtin_registrars(), *self._registrars]:
             registrar(self)
         return self._app
+
+    def check_port(self) -> None:
+        """Fail at once (before the warm-up) when the address is taken, naming the way out."""
+        if self.reuse_port or self.port == 0:  # workers share a port the supervisor reserved
+            return
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as aiohttp binds
+            try:
+                sock.bind((self.host, self.port))
+            except OSError as exc:
+                raise APIServerConfigError(
+                    f"cannot listen on {self.host}:{self.port} ({exc.strerror or exc}): another "
+                    "program (another gateway?) uses it; pick another port with --port N or "
+                    "`hermes config set gateway.api_server.port N`") from None
 
     async def start(self) -> None:
         """Listen; every accepted connection goes through ``self.guard`` (the connection cap)."""
