@@ -46,10 +46,10 @@ def test_ephemeral_system_prompt_and_max_tokens_reach_the_request_not_the_store(
 
 
 def test_tool_delay_is_honoured_between_tool_batches(make_agent, fake_provider, tmp_path, monkeypatch):
-    import run_agent
+    import time
 
     slept = []
-    monkeypatch.setattr(run_agent.time, "sleep", slept.append)
+    monkeypatch.setattr(time, "sleep", slept.append)
     (tmp_path / "a.txt").write_text("a\n")
     fake_provider.queue(tool_calls([("read_file", {"path": "a.txt"})]), text("done"))
     make_agent(tool_delay=0.25).run_conversation("read it")
