@@ -160,8 +160,8 @@ def outcome(res: Optional[dict], stopped: Optional[str],
         return INTERRUPTED, partial, "stopped: the parent was interrupted"
     if res.get("failed") or res.get("compression_deferred"):
         return FAILED, partial, str(res.get("error") or "it failed without saying why")
-    return FAILED, partial, ("it used up its model calls (delegation.max_iterations) without a final "
-                             "answer; give it a narrower goal")
+    return FAILED, partial, ("it used up its model calls (delegation.max_iterations) without a "
+                             "final answer; give it a narrower goal")
 
 
 # ---- the factory -----------------------------------------------------------------------------
