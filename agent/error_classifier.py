@@ -42,7 +42,8 @@ class ClassifiedError:
 
 _OVERFLOW_MARKERS = (
     "prompt is too long", "maximum context length", "context_length_exceeded",
-    "context length exceeded", "context window", "too many tokens", "exceeds the context", "input is too long",
+    "context length exceeded", "context window", "too many tokens", "exceeds the context",
+    "input is too long",
     "reduce the length of the messages", "requested tokens", "exceed context window",
     "longer than the model's context length", "prompt too long",
 )

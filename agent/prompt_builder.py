@@ -95,7 +95,8 @@ def _context_part(files: list[context_files.ContextFile]) -> str:
 
 
 def build_prompt(home: Path, cwd: Path, *, tools: list[dict],
-                 toolset_of: Callable[[str], Optional[str]], window: Optional[int] = None, config: Any = None, platform: str = "cli",
+                 toolset_of: Callable[[str], Optional[str]], window: Optional[int] = None,
+                 config: Any = None, platform: str = "cli",
                  skip_context_files: bool = False, skip_memory: bool = False,
                  explicit_toolsets: bool = False,
                  memory_home: Optional[Path] = None) -> BuiltPrompt:
