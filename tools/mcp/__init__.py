@@ -1,4 +1,4 @@
-"""MCP client (SPEC §14): the tools of configured Model Context Protocol servers become agent tools.
+"""MCP client (SPEC §14): configured Model Context Protocol servers' tools become agent tools.
 
 `config` parses `mcp_servers` (pure), `connection` keeps one server connected, `manager` owns all
 of them on a background loop (one per process), `tools` turns their tools into registry tools,
