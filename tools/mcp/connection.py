@@ -16,11 +16,12 @@ import shutil
 import sys
 import threading
 import time
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from tools.mcp.config import ServerConfig, child_env, display_url
+from tools.mcp.transport import is_transport_error, streamable_http, watched
 from hermes_core.retry import jittered_backoff
 
 LAUNCHER = str(Path(__file__).with_name("launcher.py"))
@@ -64,63 +65,6 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError) and not text:
         return "timed out"
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-class _EofWatch:
-    """The transport's read stream, reporting the moment it ends (the server went away)."""
-
-    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
-        self._inner, self._on_eof = inner, on_eof
-
-    async def receive(self) -> Any:
-        import anyio
-
-        try:
-            return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            self._on_eof()
-            raise
-
-    def __aiter__(self) -> "_EofWatch":
-        return self
-
-    async def __anext__(self) -> Any:
-        import anyio
-
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> "_EofWatch":
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> Any:
-        return await self._inner.__aexit__(*exc)
-
-    def __getattr__(self, name: str) -> Any:  # e.g. `last_context`, read with getattr by the SDK
-        return getattr(self._inner, name)
-
-
-@asynccontextmanager
-async def _watched(transport: Any, on_eof: Callable[[], None]) -> AsyncIterator[tuple[Any, Any]]:
-    async with transport as (read, write):
-        yield _EofWatch(read, on_eof), write
-
-
-@asynccontextmanager
-async def _streamable_http(cfg: ServerConfig) -> AsyncIterator[tuple[Any, Any]]:
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
-    timeout = httpx2.Timeout(cfg.connect_timeout, read=max(300.0, cfg.timeout))
-    async with httpx2.AsyncClient(headers=cfg.headers, timeout=timeout) as http:
-        async with streamable_http_client(cfg.url or "", http_client=http) as streams:
-            yield streams
 
 
 class Connection:
@@ -215,7 +159,7 @@ class Connection:
             self._scope = scope
             try:
                 async with AsyncExitStack() as stack:
-                    transport = _watched(self._transport(stack),
+                    transport = watched(self._transport(stack),
                                          lambda: self.drop("the server closed the connection"))
                     client = await stack.enter_async_context(Client(
                         transport, message_handler=self._on_message,
@@ -271,7 +215,7 @@ class Connection:
 
             return sse_client(cfg.url or "", headers=cfg.headers, timeout=cfg.connect_timeout,
                               sse_read_timeout=max(300.0, cfg.timeout))
-        return _streamable_http(cfg)
+        return streamable_http(cfg)
 
     async def _list_tools(self, client: Any) -> list[dict]:
         tools: list[dict] = []
@@ -328,7 +272,7 @@ class Connection:
                                  f"(mcp_servers.{self.name}.timeout)") from None
             raise CallFailed(f"MCP server {self.name} refused the call: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - transport broke (HTTP server gone, pipe closed)
-            if _is_transport_error(exc):
+            if is_transport_error(exc):
                 self.drop(describe(exc))
                 raise Unavailable(self.unavailable_message()) from None
             raise CallFailed(f"MCP server {self.name}: {describe(exc)}") from None
@@ -384,18 +328,3 @@ class Connection:
         lines = [_ANSI.sub("", ln).strip(" │╭╮╰╯─") for ln in data.splitlines()]
         lines = [ln for ln in lines if ln]
         return lines[-1][:200] if lines else ""
-
-
-def _is_transport_error(exc: BaseException) -> bool:
-    import anyio
-
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    if isinstance(exc, (OSError, anyio.ClosedResourceError, anyio.BrokenResourceError,
-                        anyio.EndOfStream)):
-        return True
-    try:
-        import httpx2
-    except ImportError:  # pragma: no cover
-        return False
-    return isinstance(exc, (httpx2.TransportError, httpx2.HTTPStatusError))
