@@ -1,7 +1,7 @@
 """HERMES_HOME paths and configuration: config.yaml + .env + environment -> one validated object.
 
-Precedence (SPEC §1): CLI flags > environment > config.yaml > built-in defaults. Flags are applied by
-the caller (``resolve_provider(..., base_url=flag)``); everything else is resolved here.
+Precedence (SPEC §1): CLI flags > environment > config.yaml > built-in defaults. Flags are applied
+by the caller (``resolve_provider(..., base_url=flag)``); everything else is resolved here.
 """
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ class ContextFilesConfig(_Section):
 
 
 class ToolsetsConfig(_Section):
-    """``toolsets: [terminal, file]`` (the enabled list) or ``{enabled: [...], disabled: [...]}``."""
+    """``toolsets: [terminal, file]`` (enabled list) or ``{enabled: [...], disabled: [...]}``."""
 
     enabled: Optional[list[str]] = None
     disabled: list[str] = Field(default_factory=list)
@@ -116,7 +116,8 @@ class CronConfig(_Section):
 
 
 class DelegationConfig(_Section):
-    """delegate_task (SPEC §13). model/base_url/api_key unset: children use the parent's provider."""
+    """delegate_task (SPEC §13). model/base_url/api_key unset: children use the parent's
+    provider."""
 
     max_concurrent_children: int = Field(default=3, ge=1)
     max_iterations: int = Field(default=50, ge=1)
@@ -131,7 +132,8 @@ class DelegationConfig(_Section):
 class SkillsConfig(_Section):
     """SPEC §10: where skills come from, what the prompt lists, when the review runs."""
 
-    external_dirs: list[str] = Field(default_factory=list)  # read-only roots, after HERMES_HOME/skills
+    # read-only roots, searched after HERMES_HOME/skills
+    external_dirs: list[str] = Field(default_factory=list)
     disabled: list[str] = Field(default_factory=list)  # skill names left out everywhere
     index_budget: int = Field(default=1000, ge=0)  # tokens of the prompt's skill index
     creation_nudge_interval: int = Field(default=10, ge=1)  # tool calls since the last skill write
@@ -274,15 +276,18 @@ def read_raw_config(path: Optional[Path] = None) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise ConfigError(f"{p} is not valid YAML{where}; fix it or move it aside and run `hermes setup`") from None
+        raise ConfigError(f"{p} is not valid YAML{where}; "
+                          "fix it or move it aside and run `hermes setup`") from None
     except OSError as exc:
         raise ConfigError(f"cannot read {p}: {exc.strerror}") from None
     except UnicodeDecodeError:
-        raise ConfigError(f"{p} is not UTF-8 text; save it as UTF-8 or move it aside and run `hermes setup`") from None
+        raise ConfigError(f"{p} is not UTF-8 text; "
+                          "save it as UTF-8 or move it aside and run `hermes setup`") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{p} must be a YAML mapping (key: value), not {type(data).__name__}; fix it or run `hermes setup`")
+        raise ConfigError(f"{p} must be a YAML mapping (key: value), not {type(data).__name__}; "
+                          "fix it or run `hermes setup`")
     return data
 
 

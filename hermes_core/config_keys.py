@@ -1,7 +1,7 @@
 """Which config.yaml keys exist, so a typo is named instead of silently ignored. Pure.
 
-The tree of known keys comes from the pydantic models in ``hermes_core.config`` (plus the sections read
-as a plain mapping: ``gateway``), and from Hermes Agent's own keys, which an existing
+The tree of known keys comes from the pydantic models in ``hermes_core.config`` (plus the sections
+read as a plain mapping: ``gateway``), and from Hermes Agent's own keys, which an existing
 ``~/.hermes/config.yaml`` carries and this runtime accepts without using: those never warn. Under
 a section whose contents are free (``mcp_servers``, Hermes Agent's sections) anything goes.
 """
