@@ -84,8 +84,7 @@ def home_channel(platform: str, cfg: Any = None) -> Optional[str]:
     """``TELEGRAM_HOME_CHANNEL`` (or ``gateway.telegram.home_channel`` in config.yaml)."""
     value = os.environ.get(f"{platform.upper()}_HOME_CHANNEL")
     if not value and cfg is not None:
-        section = (getattr(cfg, "gateway", None) or {}).get(platform)
-        value = section.get("home_channel") if isinstance(section, dict) else None
+        value = cfg.gateway.platform(platform).home_channel
     text = str(value or "").strip()
     return text or None
 

@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from hermes_core.gateway_config import GatewayConfig
+
 PER_TURN_BYTES = 2 << 20  # budget per accepted turn: ~6x what one costs, for long histories
 MEMORY_SHARE = 0.5  # of the memory available at start-up; the rest is the OS's, the store's, agents'
 FDS_PER_TURN = 3  # the client's socket, the provider's, and slack for a tool's file or pipe
@@ -174,29 +176,14 @@ class TurnSettings:
     source: str  # where ``limit`` came from, for the log and the status
 
 
-def _positive(gateway_cfg: dict[str, Any], key: str) -> Optional[int]:
-    raw = gateway_cfg.get(key)
-    if raw in (None, "", "auto"):
-        return None
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        value = 0
-    if value < 1:
-        from hermes_core.config import ConfigError
-
-        raise ConfigError(f"gateway.{key} must be a whole number >= 1 or 'auto', not {raw!r}")
-    return value
-
-
-def turn_settings(gateway_cfg: dict[str, Any]) -> TurnSettings:
-    """``gateway.turn_limit`` (default: derived from this machine) and ``gateway.max_concurrent_turns``
-    (threads; default: as many as the limit, so an accepted turn never waits for a thread)."""
-    limit = _positive(gateway_cfg, "turn_limit")
-    source = "gateway.turn_limit"
+def turn_settings(gw: GatewayConfig) -> TurnSettings:
+    """``gateway.turn_limit`` (default: derived from this machine) and
+    ``gateway.max_concurrent_turns`` (threads; default: as many as the limit, so an accepted turn
+    never waits for a thread). Both are checked when config.yaml is read."""
+    limit, source = gw.turn_limit, "gateway.turn_limit"
     if limit is None:
         limit, source = derive_turn_limit(machine_limits()), "derived from memory and open-file limits"
-    threads = _positive(gateway_cfg, "max_concurrent_turns") or limit
+    threads = gw.max_concurrent_turns or limit
     return TurnSettings(limit, min(threads, limit), source)
 
 

@@ -39,14 +39,3 @@ def register_detailed(report: Callable[[], dict[str, Any]]) -> Callable[[Any], N
         server.add_endpoint("health_detailed", "GET", "/health/detailed", detailed)
 
     return register
-
-
-def status_line(turns: Optional[dict[str, Any]]) -> str:
-    """``turns: 12 in flight, 3 queued (limit 5,900); 1,204 refused`` for ``hermes gateway status``."""
-    if not turns:
-        return "turns: (no figures yet)"
-    line = (f"turns: {turns.get('in_flight', 0)} in flight, {turns.get('queued', 0)} queued "
-            f"(limit {turns.get('limit', 0):,}; peak {turns.get('peak_in_flight', 0)})")
-    if turns.get("refused"):
-        line += f"; {turns['refused']:,} refused"
-    return line

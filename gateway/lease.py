@@ -53,20 +53,6 @@ def is_shared(db: Any) -> bool:
     return getattr(db, "backend", "sqlite") == "postgresql"
 
 
-def lease_wait(gateway_cfg: dict[str, Any]) -> float:
-    """``gateway.turn_lease_wait`` in seconds (default 300); junk stops the gateway at start-up."""
-    raw = gateway_cfg.get("turn_lease_wait", DEFAULT_WAIT)
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        value = -1.0
-    if value < 0:
-        from hermes_core.config import ConfigError
-
-        raise ConfigError(f"gateway.turn_lease_wait must be a number of seconds >= 0, not {raw!r}")
-    return value
-
-
 class TurnLeases:
     """Takes and gives back turn leases for a runner; a no-op on a store no one else shares."""
 

@@ -42,8 +42,9 @@ def register(server: Any) -> None:
             from tools.registry import check_toolset_requirements, toolset_tools
 
             cfg = config()
-            gw = cfg.gateway if cfg is not None and isinstance(cfg.gateway, dict) else {}
-            enabled, disabled = gateway_toolsets(gw)
+            from hermes_core.gateway_config import GatewayConfig
+
+            enabled, disabled = gateway_toolsets(cfg.gateway if cfg is not None else GatewayConfig())
             missing = check_toolset_requirements()
             return {"object": "list", "data": [
                 {"object": "hermes.toolset", "name": name, "tools": tools,
