@@ -14,7 +14,11 @@ import logging
 import os
 from typing import Any, Mapping, Optional
 
-from hermes_core.config import ConfigError, HermesConfig, load_plugins
+from pydantic import ValidationError
+
+from hermes_core.config import (ConfigError, HermesConfig, config_error, config_path,
+                                load_plugins)
+from hermes_core.gateway_config import PlatformConfig
 from hermes_core.plugin_api import REGISTRY
 
 log = logging.getLogger("gateway.platforms")
@@ -29,6 +33,15 @@ def platform_names() -> list[str]:
     return names
 
 
+def platform_settings(cfg: HermesConfig, name: str) -> PlatformConfig:
+    """``gateway.<name>``; a plugin platform's section is checked only now that the platform is
+    known, so junk there is the same one-line ``ConfigError`` as anywhere in config.yaml."""
+    try:
+        return cfg.gateway.platform(name)
+    except ValidationError as exc:
+        raise config_error(exc, str(config_path()), f"gateway.{name}.") from None
+
+
 def build_adapters(cfg: HermesConfig, skip: frozenset[str] = frozenset(),
                    env: Optional[Mapping[str, str]] = None) -> list[Any]:
     """An adapter for every platform plugin configured here, but those in ``skip`` and those
@@ -38,7 +51,7 @@ def build_adapters(cfg: HermesConfig, skip: frozenset[str] = frozenset(),
     env = os.environ if env is None else env
     adapters = []
     for name in platform_names():
-        settings = cfg.gateway.platform(name)
+        settings = platform_settings(cfg, name)
         if name in skip or not settings.enabled:
             continue
         reg = REGISTRY.get("platform", name)

@@ -261,7 +261,9 @@ def read_raw_config(path: Optional[Path] = None) -> dict[str, Any]:
     return data
 
 
-def _config_error(exc: ValidationError, source: str, prefix: str = "") -> ConfigError:
+def config_error(exc: ValidationError, source: str, prefix: str = "") -> ConfigError:
+    """A model's validation error as the one line every config error is (``prefix``: where the
+    model sits in config.yaml, e.g. ``gateway.discord.`` for a plugin platform's section)."""
     first = exc.errors()[0]
     loc = prefix + ".".join(str(p) for p in first["loc"])
     msg = first["msg"].removeprefix("Value error, ")
@@ -273,7 +275,7 @@ def parse_config(data: dict[str, Any], source: str = "config.yaml") -> HermesCon
     try:
         cfg = HermesConfig.model_validate(data)
     except ValidationError as exc:
-        raise _config_error(exc, source) from None
+        raise config_error(exc, source) from None
     return cfg
 
 

@@ -1,4 +1,4 @@
-"""Issue 13 items 7-8 against ``python -m gateway.cli run`` as a subprocess: ready means warm, more turns
+"""Issue 13 items 7-8 against ``python -m hermes_cli.main gateway run`` as a subprocess: ready means warm, more turns
 in flight than the old 128-thread default, a polite refusal past the turn limit, and the load figures
 in ``/health/detailed`` and ``hermes gateway status``. Counts are observed, never timed."""
 from __future__ import annotations

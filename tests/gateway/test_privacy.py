@@ -44,9 +44,9 @@ def test_store_and_home_are_private_and_loose_ones_are_tightened(hermes_home):
 
 
 def test_gateway_logs_are_private_including_rotated_ones(hermes_home):
-    from gateway.cli import _setup_logging
+    from gateway.logs import RedactSecrets, setup_logging
 
-    path, handlers = _setup_logging([], verbose=False)
+    path, handlers = setup_logging(RedactSecrets([]), verbose=False)
     try:
         logging.getLogger("gateway.test").info("a line")
         assert _mode(path) == 0o600 and _mode(path.parent) == 0o700
