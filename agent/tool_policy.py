@@ -1,9 +1,10 @@
-"""What a chat or API user's agent may touch: its toolsets and the one directory its file tools reach.
+"""What a chat or API user's agent may touch: its toolsets and the one directory its file tools
+reach.
 
 Whoever can message the bot drives these agents, so they get less than the owner at the terminal:
-no shell (nor execute_code) unless `gateway.toolsets` names it (separate from the CLI's `toolsets`), and file tools
-confined to `gateway.working_dir` (env `MESSAGING_CWD`, Hermes' name; default
-`HERMES_HOME/workspace`, created 0700).
+no shell (nor execute_code) unless `gateway.toolsets` names it (separate from the CLI's
+`toolsets`), and file tools confined to `gateway.working_dir` (env `MESSAGING_CWD`, Hermes' name;
+default `HERMES_HOME/workspace`, created 0700).
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def gateway_toolsets(gw: GatewayConfig) -> tuple[list[str], list[str]]:
     if names is None:
         off = set(DISABLED_BY_DEFAULT) | opt_in_toolsets()
         return [t for t in toolset_names() if t not in off], []
-    try:  # MCP toolsets exist once their servers start: those names are checked by the registry then
+    try:  # MCP toolsets exist once their servers start: the registry checks those names then
         check_toolset_names([n for n in names if not n.startswith("mcp-")])
     except UnknownToolsetError as exc:
         raise ConfigError(f"config.yaml `gateway.toolsets`: {exc}") from None
@@ -49,8 +50,9 @@ def gateway_working_dir(gw: GatewayConfig, env: Optional[Mapping[str, str]] = No
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ConfigError(f"gateway working directory {path} cannot be created ({exc.strerror}); "
-                              "set gateway.working_dir or MESSAGING_CWD to a usable directory") from None
+            raise ConfigError(f"gateway working directory {path} cannot be created "
+                              f"({exc.strerror}); set gateway.working_dir or MESSAGING_CWD to a "
+                              "usable directory") from None
         if not path.is_dir():
             raise ConfigError(f"gateway working directory {path} is not a directory; "
                               "set gateway.working_dir or MESSAGING_CWD to a directory")

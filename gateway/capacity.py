@@ -1,12 +1,12 @@
 """How many turns one gateway process takes at once, and the gauge that counts them.
 
 Why: a turn is mostly a thread blocked on the provider's answer, which is cheap (a few hundred KB
-with its agent; ``bench/gateway_load.py --sessions 1000 --delay 5`` prints the figure), so the process
-runs every accepted turn at once instead of queueing them behind a small thread pool (with 128 threads,
-1,000 sessions behind a 5 s provider got 17% of the ideal rate, every turn waiting ~35 s). What does
-run out is memory and file descriptors, so the limit is derived from those: past it a new turn is
-refused politely (429 with ``Retry-After`` on the API, a short reply in chats) instead of the process
-growing until the kernel kills it with every conversation in it.
+with its agent; ``bench/gateway_load.py --sessions 1000 --delay 5`` prints the figure), so the
+process runs every accepted turn at once instead of queueing them behind a small thread pool (with
+128 threads, 1,000 sessions behind a 5 s provider got 17% of the ideal rate, every turn waiting
+~35 s). What does run out is memory and file descriptors, so the limit is derived from those: past
+it a new turn is refused politely (429 with ``Retry-After`` on the API, a short reply in chats)
+instead of the process growing until the kernel kills it with every conversation in it.
 
 Pure decisions (``derive_turn_limit``, ``retry_after``) are separate from reading the machine
 (``machine_limits``) and from the counting (``TurnGauge``, used on the event loop and turn threads).
@@ -23,7 +23,7 @@ from typing import Any, Optional
 from hermes_core.gateway_config import GatewayConfig
 
 PER_TURN_BYTES = 2 << 20  # budget per accepted turn: ~6x what one costs, for long histories
-MEMORY_SHARE = 0.5  # of the memory available at start-up; the rest is the OS's, the store's, agents'
+MEMORY_SHARE = 0.5  # of the memory available at start-up; the rest: the OS's, the store's, agents'
 FDS_PER_TURN = 3  # the client's socket, the provider's, and slack for a tool's file or pipe
 FD_RESERVE = 256  # the store, logs, listening sockets, platform pollers
 MIN_LIMIT, MAX_LIMIT = 16, 10_000
@@ -32,10 +32,12 @@ BUSY_CHAT_REPLY = ("I'm handling too many conversations right now and could not 
 
 
 class TurnLimitReached(Exception):
-    """A new turn was refused: the process holds ``limit`` turns already. Retry after ``retry_after`` s."""
+    """A new turn was refused: the process holds ``limit`` turns already. Retry after
+    ``retry_after`` s."""
 
     def __init__(self, limit: int, retry_after: int) -> None:
-        super().__init__(f"The gateway is at its limit of {limit} turns at once; retry in {retry_after} s.")
+        super().__init__(f"The gateway is at its limit of {limit} turns at once; retry in "
+                         f"{retry_after} s.")
         self.limit, self.retry_after = limit, retry_after
 
 
@@ -164,8 +166,8 @@ class TurnGauge:
         """What ``/health/detailed`` and ``hermes gateway status`` report."""
         with self._lock:
             return {"in_flight": self.running, "queued": max(0, self.accepted - self.running),
-                    "accepted": self.accepted, "limit": self.limit, "peak_in_flight": self.peak_running,
-                    "refused": self.refused,
+                    "accepted": self.accepted, "limit": self.limit,
+                    "peak_in_flight": self.peak_running, "refused": self.refused,
                     "mean_turn_seconds": None if self._mean is None else round(self._mean, 3)}
 
 
@@ -182,7 +184,8 @@ def turn_settings(gw: GatewayConfig) -> TurnSettings:
     never waits for a thread). Both are checked when config.yaml is read."""
     limit, source = gw.turn_limit, "gateway.turn_limit"
     if limit is None:
-        limit, source = derive_turn_limit(machine_limits()), "derived from memory and open-file limits"
+        limit = derive_turn_limit(machine_limits())
+        source = "derived from memory and open-file limits"
     threads = gw.max_concurrent_turns or limit
     return TurnSettings(limit, min(threads, limit), source)
 

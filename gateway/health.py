@@ -24,7 +24,8 @@ def load_report(runner: Any, started: float, warm: Optional[dict[str, Any]] = No
     return {"status": "ok" if runner.accepting else "draining", "pid": os.getpid(),
             "uptime_seconds": round(time.time() - started, 1), "turns": turns,
             "turns_completed": runner.turns_completed, **runner.session_counts(),
-            "threads": threading.active_count(), "turn_threads": runner.pool.stats(), "rss_bytes": rss_bytes(),
+            "threads": threading.active_count(), "turn_threads": runner.pool.stats(),
+            "rss_bytes": rss_bytes(),
             "warmup": {**(warm or {"done": False}), "sdk_loaded": "openai" in sys.modules}}
 
 

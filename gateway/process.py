@@ -146,11 +146,13 @@ class GatewayProcess:
         log.info("turn limit %d (%s), %d turn threads", self.turns.limit, self.turns.source,
                  self.turns.threads)
         if self.gw.warmup:
-            self.warm = (await asyncio.to_thread(warm_up, runner.agent_factory, runner.db)).as_dict()
+            warm = await asyncio.to_thread(warm_up, runner.agent_factory, runner.db)
+            self.warm = warm.as_dict()
             runner.pool.prestart(PRESTART_THREADS)  # the first burst finds its threads running
         if self.api is not None:
             self.api.add_routes(register_detailed(lambda: {
-                **load_report(runner, self.started, self.warm, self.turns.source), **self._roles()}))
+                **load_report(runner, self.started, self.warm, self.turns.source),
+                **self._roles()}))
         await runner.start()
         if self.api is not None:
             await self._start_api()

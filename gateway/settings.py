@@ -49,7 +49,8 @@ def configured_key(api: ApiServerConfig, env: Optional[Mapping[str, str]] = None
 
 def ensure_api_key(api: ApiServerConfig) -> Optional[Path]:
     """The API server always needs a key: with none configured, generate a strong one into
-    ``HERMES_HOME/.env`` (mode 600, other lines kept) and return that file; None when one was set."""
+    ``HERMES_HOME/.env`` (mode 600, other lines kept) and return that file; None when one was
+    set."""
     if configured_key(api):
         return None
     return write_env_var("API_SERVER_KEY", secrets.token_urlsafe(32))

@@ -5,8 +5,8 @@ spread turns over the machine's cores and survive each other. They share the API
 ``SO_REUSEPORT`` (the kernel spreads new connections over the workers' listening sockets) and one
 PostgreSQL store, which holds everything a second worker must see; the turn lease
 (``gateway.lease``) keeps two workers from running turns of one session at once, and one elected
-worker polls Telegram (``gateway.election``). SQLite is one process's store, so ``--workers`` above 1
-is refused with it.
+worker polls Telegram (``gateway.election``). SQLite is one process's store, so ``--workers``
+above 1 is refused with it.
 
 The supervisor itself serves nothing: it keeps the port reserved (so a restarted worker binds the
 same one), starts the workers, restarts one that dies (after a delay that doubles while it keeps
@@ -113,8 +113,8 @@ class Supervisor:
         w.ready_line = ""
         w.restart_at = None
         w.started_at = time.time()
-        w.proc = subprocess.Popen(worker_argv(self.command, w.index, self.port), stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.PIPE, text=True)
+        w.proc = subprocess.Popen(worker_argv(self.command, w.index, self.port),
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
         threading.Thread(target=self._read_stdout, args=(w, w.proc), name=f"worker{w.index}-out",
                          daemon=True).start()
         log.info("worker %d started (pid %d)", w.index, w.proc.pid)
@@ -137,8 +137,8 @@ class Supervisor:
         w.restart_at = time.monotonic() + delay
         w.restarts += 1
         w.proc = None
-        log.warning("worker %d died (%s) after %.0f s; restarting in %.1f s", w.index, w.last_exit, lived,
-                    delay)
+        log.warning("worker %d died (%s) after %.0f s; restarting in %.1f s", w.index, w.last_exit,
+                    lived, delay)
 
     # -- the loop ----------------------------------------------------------------------------------
     def run(self) -> int:
@@ -153,7 +153,8 @@ class Supervisor:
                     if not announced:  # a worker that cannot start: its stderr said why
                         log.error("worker %d failed to start (%s)", w.index, exit_reason(code))
                         self._shutdown(self.workers)
-                        self.write_status(state="stopped", error=f"worker {w.index} failed to start")
+                        self.write_status(state="stopped",
+                                          error=f"worker {w.index} failed to start")
                         return code if code > 0 else 1
                     self._on_death(w, code)
                 if w.proc is None and w.restart_at is not None and time.monotonic() >= w.restart_at:
@@ -202,7 +203,8 @@ class Supervisor:
             try:
                 w.proc.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                log.error("worker %d (pid %d) still running after the drain; killing it", w.index, w.proc.pid)
+                log.error("worker %d (pid %d) still running after the drain; killing it", w.index,
+                          w.proc.pid)
                 w.proc.kill()
                 w.proc.wait()
             w.last_exit = exit_reason(w.proc.returncode)

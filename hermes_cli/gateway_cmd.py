@@ -20,7 +20,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("gateway", help="run the gateway (API server, Telegram) or show its status",
                        description="Run the messaging gateway and API server.")
     acts = p.add_subparsers(dest="cmd", required=True)
-    run = acts.add_parser("run", help="run in the foreground (logs to HERMES_HOME/logs/gateway.log)")
+    run = acts.add_parser("run",
+                          help="run in the foreground (logs to HERMES_HOME/logs/gateway.log)")
     run.add_argument("--api-server", action="store_true",
                      help="enable the OpenAI-compatible API server")
     run.add_argument("--host", help="API server address (default 127.0.0.1)")
@@ -42,7 +43,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run_flags(args: argparse.Namespace) -> list[str]:
-    """The ``run`` flags a ``--workers`` supervisor hands each worker (not ``--workers``/``--port``)."""
+    """The ``run`` flags a ``--workers`` supervisor hands each worker (all but ``--workers`` and
+    ``--port``)."""
     flags = ["--api-server"] if args.api_server else []
     flags += ["--host", args.host] if args.host else []
     flags += ["--no-telegram"] if args.no_telegram else []

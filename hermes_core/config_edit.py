@@ -141,8 +141,9 @@ def masked_tree(data: Any, prefix: str = "") -> Any:
 def set_key(key: str, text: str, force: bool = False) -> str:
     """Set a dotted key from its text form: a secret goes to ``.env`` (and leaves config.yaml),
     anything else into config.yaml after checking the result still loads (types, ranges, the
-    gateway's settings included). An unknown key (a typo) is refused unless ``force``. Returns the line saying where
-    it went; raises ``ConfigError`` (nothing written) on a bad key or value."""
+    gateway's settings included). An unknown key (a typo) is refused unless ``force``. Returns
+    the line saying where it went; raises ``ConfigError`` (nothing written) on a bad key or
+    value."""
     from hermes_core.config_keys import key_problem
 
     key = key.strip().strip(".")

@@ -96,7 +96,8 @@ def read_text(path: Path) -> Optional[str]:
 
 
 def load(home: Path, target: str) -> list[str]:
-    """The entries of one store, for reading (a ``§`` the parser does not split on stays in an entry)."""
+    """The entries of one store, for reading (a ``§`` the parser does not split on stays in an
+    entry)."""
     return fmt.parse(read_text(file_path(home, target)) or "")
 
 
@@ -124,8 +125,9 @@ def _load_for_write(home: Path, target: str) -> list[str]:
     if trouble:
         copy = backup(path)
         raise MemoryStoreError(
-            f"{path.name} was not changed: {trouble}. A copy is at {copy}. Fix the file (entries are "
-            f"separated by a line holding only §) with `hermes memory edit {target}`, then retry.")
+            f"{path.name} was not changed: {trouble}. A copy is at {copy}. Fix the file (entries "
+            f"are separated by a line holding only §) with `hermes memory edit {target}`, then "
+            "retry.")
     return fmt.parse(text or "")
 
 

@@ -44,7 +44,8 @@ def register(server: Any) -> None:
             cfg = config()
             from hermes_core.gateway_config import GatewayConfig
 
-            enabled, disabled = gateway_toolsets(cfg.gateway if cfg is not None else GatewayConfig())
+            gw = cfg.gateway if cfg is not None else GatewayConfig()
+            enabled, disabled = gateway_toolsets(gw)
             missing = check_toolset_requirements()
             return {"object": "list", "data": [
                 {"object": "hermes.toolset", "name": name, "tools": tools,
