@@ -266,7 +266,7 @@ def config_error(exc: ValidationError, source: str, prefix: str = "") -> ConfigE
     model sits in config.yaml, e.g. ``gateway.discord.`` for a plugin platform's section)."""
     first = exc.errors()[0]
     loc = prefix + ".".join(str(p) for p in first["loc"])
-    msg = first["msg"].removeprefix("Value error, ")
+    msg = first["msg"].removeprefix("Value error, ").split(" or instance of ")[0]  # a class name
     msg = msg[:1].lower() + msg[1:]
     return ConfigError(f"{source}: `{loc}` {msg}; fix it with `hermes config set {loc} <value>`")
 
