@@ -157,5 +157,7 @@ def test_a_junk_turn_limit_stops_the_start_with_one_line(hermes_home: Path, fake
     (hermes_home / "config.yaml").write_text("gateway:\n  turn_limit: lots\n")
     res = run_hermes("gateway", "run", "--api-server", "--port", "0", env=hermes_env(fake_provider))
     assert res.returncode == 1 and res.stdout == ""
-    assert res.stderr.splitlines() == [
-        "hermes gateway: gateway.turn_limit must be a whole number >= 1 or 'auto', not 'lots'"]
+    assert res.stderr.splitlines() == [  # checked when config.yaml is read, like any setting
+        f"hermes gateway: {hermes_home / 'config.yaml'}: `gateway.turn_limit` must be a whole "
+        "number >= 1 or 'auto', not 'lots'; fix it with `hermes config set gateway.turn_limit "
+        "<value>`"]
