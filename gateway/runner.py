@@ -80,7 +80,7 @@ def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFa
     from agent.tool_selection import check_config
 
     check_config(cfg)  # an unknown toolset stops the gateway at start-up, not at the first message
-    gw = cfg.gateway if isinstance(cfg.gateway, dict) else {}
+    gw = cfg.gateway
     gateway_toolsets(gw)  # a bad gateway.toolsets stops the gateway at start-up too
     workdir = str(gateway_working_dir(gw))
 

@@ -12,6 +12,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from hermes_core.exec_config import CheckpointsConfig, CodeExecutionConfig, TerminalConfig
+from hermes_core.gateway_config import GatewayConfig
 from hermes_core.web_config import BrowserConfig, VisionModel, WebConfig
 
 
@@ -178,39 +179,13 @@ def store_url(cfg: Optional["HermesConfig"] = None) -> Optional[str]:
     return url.strip() or None if url else None
 
 
-class ApiServerShape(_Section):
-    """What ``gateway.api_server`` values must look like (the section itself stays a mapping)."""
-
-    port: Optional[int] = Field(default=None, ge=1, le=65535)  # (`--port 0` picks a free one)
-    host: Optional[str] = None
-    max_body_bytes: Optional[int] = Field(default=None, gt=0)
-
-
-class TelegramShape(_Section):
-    poll_timeout: Optional[float] = Field(default=None, gt=0)
-    election_interval: Optional[float] = Field(default=None, gt=0)
-
-
-class GatewayShape(_Section):
-    """Checked when config.yaml is read, so a bad value stops every command at once instead of
-    the gateway after its warm-up; the gateway keeps reading ``cfg.gateway`` as a mapping."""
-
-    api_server: ApiServerShape = Field(default_factory=ApiServerShape)
-    telegram: TelegramShape = Field(default_factory=TelegramShape)
-    busy_policy: Optional[Literal["queue", "interrupt"]] = None
-    warmup: Optional[bool] = None
-    max_cached_agents: Optional[int] = Field(default=None, ge=1)
-    workers: Optional[int] = Field(default=None, ge=1)
-    drain_timeout: Optional[float] = Field(default=None, ge=0)
-
-
 class HermesConfig(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
     auxiliary: AuxiliaryConfig = Field(default_factory=AuxiliaryConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
     terminal: TerminalConfig = Field(default_factory=TerminalConfig)
-    gateway: dict[str, Any] = Field(default_factory=dict)
+    gateway: GatewayConfig = Field(default_factory=GatewayConfig)  # hermes_core.gateway_config
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     context_files: ContextFilesConfig = Field(default_factory=ContextFilesConfig)
     toolsets: ToolsetsConfig = Field(default_factory=ToolsetsConfig)
@@ -291,10 +266,12 @@ def read_raw_config(path: Optional[Path] = None) -> dict[str, Any]:
     return data
 
 
-def _config_error(exc: ValidationError, source: str, prefix: str = "") -> ConfigError:
+def config_error(exc: ValidationError, source: str, prefix: str = "") -> ConfigError:
+    """A model's validation error as the one line every config error is (``prefix``: where the
+    model sits in config.yaml, e.g. ``gateway.discord.`` for a plugin platform's section)."""
     first = exc.errors()[0]
     loc = prefix + ".".join(str(p) for p in first["loc"])
-    msg = first["msg"].removeprefix("Value error, ")
+    msg = first["msg"].removeprefix("Value error, ").split(" or instance of ")[0]  # a class name
     msg = msg[:1].lower() + msg[1:]
     return ConfigError(f"{source}: `{loc}` {msg}; fix it with `hermes config set {loc} <value>`")
 
@@ -303,11 +280,7 @@ def parse_config(data: dict[str, Any], source: str = "config.yaml") -> HermesCon
     try:
         cfg = HermesConfig.model_validate(data)
     except ValidationError as exc:
-        raise _config_error(exc, source) from None
-    try:
-        GatewayShape.model_validate(cfg.gateway or {})
-    except ValidationError as exc:
-        raise _config_error(exc, source, "gateway.") from None
+        raise config_error(exc, source) from None
     return cfg
 
 

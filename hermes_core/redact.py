@@ -42,11 +42,8 @@ def config_secrets(cfg: Any) -> list[str]:
     for task in dumped.values():
         if isinstance(task, dict):
             found.append(task.get("api_key"))
-    gateway = getattr(cfg, "gateway", None) or {}
-    for section, keys in (("api_server", ("key", "api_key")), ("telegram", ("token", "bot_token"))):
-        sub = gateway.get(section) if isinstance(gateway, dict) else None
-        if isinstance(sub, dict):
-            found += [sub.get(k) for k in keys]
+    gateway = getattr(cfg, "gateway", None)
+    found += gateway.secrets() if hasattr(gateway, "secrets") else []  # GatewayConfig
     return [str(v) for v in found if isinstance(v, str) and v]
 
 

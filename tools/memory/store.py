@@ -36,8 +36,7 @@ def owner_home(home: Path, owner: Optional[str], cfg: Any = None) -> Path:
     the local owner, and for every chat user when ``gateway.shared_memory: true``; else a folder
     of that chat user's own, ``HERMES_HOME/users/<platform>-<user id>/``, so one chat user's turns
     never read or write another's notes (nor the owner's)."""
-    gateway = getattr(cfg, "gateway", None)
-    shared = isinstance(gateway, dict) and gateway.get("shared_memory") is True
+    shared = getattr(getattr(cfg, "gateway", None), "shared_memory", False) is True
     if owner is None or shared:
         return Path(home)
     return Path(home) / "users" / re.sub(r"[^A-Za-z0-9_.-]", "_", owner.replace(":", "-", 1))
