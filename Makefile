@@ -40,8 +40,9 @@ $(STAMP): pyproject.toml Makefile
 chat: $(STAMP)
 	$(VENV)/bin/hermes
 
+# two workers, a test file per worker at a time (module fixtures: one browser, one homeserver)
 test: $(STAMP)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n 2 --dist loadfile tests
 
 clean:
 	rm -rf $(VENV)
