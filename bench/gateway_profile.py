@@ -72,8 +72,8 @@ def profile_run(args: argparse.Namespace, stream: bool) -> None:
         procs.append(fp)
         gw_env = dict(env, OPENAI_BASE_URL=ready.split()[1], OPENAI_API_KEY="bench",
                       HERMES_MODEL="fake-model", API_SERVER_KEY=BENCH_KEY)
-        gw, ready = _spawn([sys.executable, "-c", HOOK, str(out), "run", "--api-server", "--port", "0"],
-                           gw_env, "READY gateway")
+        gw, ready = _spawn([sys.executable, "-c", HOOK, str(out), "run", "--api-server",
+                            "--port", "0"], gw_env, "READY gateway")
         procs.append(gw)
         url = ready.split("api=")[1] + "/v1/chat/completions"
         errors: list[str] = []

@@ -69,6 +69,25 @@ def pg_sql(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
 
+def drop_if_closed_while_idle(conn: psycopg.Connection) -> None:
+    """Close and raise ``OperationalError`` when a pooled connection died while idle (e.g. the
+    server restarted), without a round trip: an idle connection has nothing to read, so a
+    readable socket is the server's goodbye. Why: a pipelined write sends BEGIN, its statements
+    and COMMIT at once, so no BEGIN of its own finds the dead connection before anything
+    was sent (which is what makes retrying it safe)."""
+    import select
+
+    poller = select.poll()
+    try:
+        poller.register(conn.fileno(), select.POLLIN)
+        readable = bool(poller.poll(0))
+    except (OSError, ValueError, psycopg.Error):
+        readable = True
+    if readable:
+        conn.close()
+        raise psycopg.OperationalError("the connection was closed while idle in the pool")
+
+
 class _Empty:
     """The cursor of an ``executemany`` over no rows (nothing was sent)."""
     rowcount = 0
@@ -92,6 +111,9 @@ class PGTx:
     def execute(self, sql: str, params: Iterable[Any] = ()) -> Any:
         self.used = True
         return self.conn.execute(pg_sql(sql), clean_params(params))
+
+    def returning(self, sql: str, params: Iterable[Any] = ()) -> Callable[[], list[Any]]:
+        return self.execute(sql, params).fetchall  # read after the pipeline's sync: no wait
 
     def executemany(self, sql: str, seq: Iterable[Iterable[Any]]) -> Any:
         rows = [clean_params(p) for p in seq]
@@ -174,13 +196,14 @@ class PostgresBackend:
         return unusable(f"cannot reach the session store {self.label}: {self._scrub(exc)}; "
                         "check store.url / HERMES_DATABASE_URL and that PostgreSQL is running")
 
-    def _run(self, fn: Callable[[PGTx], T], transaction: bool) -> T:
+    def _run(self, fn: Callable[[PGTx], T], transaction: bool, pipelined: bool = False) -> T:
         """``fn`` on a pooled connection (in a transaction when asked), with the retries that
         are safe: a serialization failure or deadlock (PostgreSQL rolled it all back); a
         connection that died while idle in the pool (e.g. the server restarted), noticed before
-        anything was sent, or under a read (reads can be repeated). A write whose connection
-        fails midway is not repeated: it fails with ``SessionDBError`` and the next call
-        reconnects."""
+        anything was sent (``drop_if_closed_while_idle``), or under a read (reads can be
+        repeated). A ``pipelined`` write sends BEGIN, its statements and COMMIT together.
+        A write whose connection fails midway is not repeated: it fails with ``SessionDBError``
+        and the next call reconnects."""
         if self._closed:
             raise SessionDBError(f"the session store {self.label} is closed")
         lost = 0
@@ -191,8 +214,12 @@ class PostgresBackend:
                     tx.conn = conn
                     if not transaction:
                         return fn(tx)
-                    with conn.transaction():
-                        return fn(tx)
+                    if not pipelined:
+                        with conn.transaction():
+                            return fn(tx)
+                    drop_if_closed_while_idle(conn)
+                    with conn.pipeline(), conn.transaction():  # BEGIN..COMMIT in one round
+                        return fn(tx)  # trip, unless ``fn`` fetches a result on the way
             except PoolTimeout as exc:
                 raise SessionDBError(f"no connection to the session store {self.label} within "
                                      f"{POOL_WAIT:.0f} s ({self._scrub(exc)}); is PostgreSQL "
@@ -211,9 +238,11 @@ class PostgresBackend:
                                      f"({self._scrub(exc)}); the next call reconnects") from None
         raise AssertionError("unreachable")
 
-    def write(self, fn: Callable[[Tx], T]) -> T:
-        """Run ``fn(tx)`` in one transaction (see ``_run`` for what is retried)."""
-        return self._run(fn, transaction=True)
+    def write(self, fn: Callable[[Tx], T], pipelined: bool = False) -> T:
+        """Run ``fn(tx)`` in one transaction (see ``_run`` for what is retried). ``pipelined``:
+        ``fn`` only sends statements (a cursor's ``rowcount`` and ``description`` are unknown
+        until the commit; a fetch waits for the rows), and the whole write is one round trip."""
+        return self._run(fn, transaction=True, pipelined=pipelined)
 
     def read(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
         return self._run(lambda tx: tx.execute(sql, params).fetchall(), transaction=False)

@@ -49,6 +49,10 @@ class _Tx:
     def executemany(self, sql: str, seq: Iterable[Iterable[Any]]) -> sqlite3.Cursor:
         return self.conn.executemany(sql, (clean_params(p) for p in seq))
 
+    def returning(self, sql: str, params: Iterable[Any] = ()) -> Callable[[], list[Any]]:
+        rows = self.execute(sql, params).fetchall()  # SQLite commits only once they are read
+        return lambda: rows
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.conn, name)
 
@@ -140,9 +144,10 @@ class SQLiteBackend:
                     f"({exc}); the store is as it was before that migration"
                 ) from exc
 
-    def write(self, fn: Callable[[Tx], T]) -> T:
+    def write(self, fn: Callable[[Tx], T], pipelined: bool = False) -> T:
         """Run ``fn(conn)`` in one BEGIN IMMEDIATE transaction, retrying a bounded number of times
-        when another process holds the write lock past the busy timeout."""
+        when another process holds the write lock past the busy timeout. (``pipelined`` matters
+        only over a network: a local file has no round trips to save.)"""
         with self._lock:
             conn = self.conn
             for attempt in range(WRITE_ATTEMPTS):

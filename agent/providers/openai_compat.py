@@ -176,9 +176,9 @@ def request_chat(client: Any, *, model: str, messages: list[dict], tools: Option
     if timeout:
         kwargs["timeout"] = timeout
     if raw_body:
-        # ask the SDK for the raw HTTP response (what its own ``with_raw_response`` does) and read the JSON
-        # ourselves: building its pydantic models costs ~0.2 ms a call (a stream: one per chunk, left
-        # unread for ``sse_stream``). Any other answer is parsed as is.
+        # ask the SDK for the raw HTTP response (what its own ``with_raw_response`` does) and
+        # read the JSON ourselves: building its pydantic models costs ~0.2 ms a call (a stream:
+        # one per chunk; left unread for ``sse_stream``). Any other answer is parsed as is.
         kwargs["extra_headers"] = {RAW_RESPONSE_HEADER: "stream" if stream_callback else "true"}
     if stream_callback is not None:
         kwargs["stream"] = True
