@@ -5,15 +5,14 @@ Nothing the user said is ever deleted by compaction: replaced rows are only mark
 """
 from __future__ import annotations
 
-import json
 import time
 from typing import Any, Callable, Iterable, Optional
 
+from .appends import encode_rows, insert_rows, touch_session
 from .backend import Fence, Tx, UsesBackend
-from .common import (CompressionLockLost, decode_content, encode_content, logger, message_rows,
+from .common import (CompressionLockLost, decode_content, logger, message_rows,
                      parse_tool_calls)
 
-INSERT_BATCH = 500  # rows per INSERT (10 parameters each: under SQLite's variable limit)
 MESSAGE_COLUMNS = ("id, session_id, role, content, content_parts, tool_calls, tool_call_id,"
                    " tool_name, created_at, token_count, active, compacted, seq")
 
@@ -21,60 +20,10 @@ MESSAGE_COLUMNS = ("id, session_id, role, content, content_parts, tool_calls, to
 class MessagesMixin(UsesBackend):
     """Message rows."""
 
-    @staticmethod
-    def _touch_session(c: Tx, session_id: str, now: float, added: int = 0,
-                       usage: Optional[tuple[int, int]] = None) -> None:
-        """Create the session row if missing, else bump it (its counters by ``added`` messages
-        and ``usage``): either way the row is now locked until commit (PostgreSQL), so two
-        writers never interleave one session's ``seq``."""
-        prompt, completion = (int(usage[0] or 0), int(usage[1] or 0)) if usage else (0, 0)
-        c.execute("INSERT INTO sessions (id, source, started_at, updated_at, message_count,"
-                  " prompt_tokens, completion_tokens) VALUES (?, 'unknown', ?, ?, ?, ?, ?)"
-                  " ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at,"
-                  " message_count = sessions.message_count + excluded.message_count,"
-                  " prompt_tokens = sessions.prompt_tokens + excluded.prompt_tokens,"
-                  " completion_tokens = sessions.completion_tokens + excluded.completion_tokens",
-                  (session_id, now, now, added, prompt, completion))
-
     def _insert_messages(self, c: Tx, session_id: str, messages: list[dict[str, Any]],
-                         seq_start: Optional[int] = None,
-                         usage: Optional[tuple[int, int]] = None) -> Callable[[], list[int]]:
-        """Insert in order inside the caller's transaction; keeps the session counters (and
-        ``usage``, when given) current. No statement waits for another's answer (the next
-        ``seq`` is read by the INSERT itself), so on PostgreSQL the whole append and its commit
-        are one pipelined round trip; call the returned function after the transaction for the
-        new rows' ids, in order."""
-        self._touch_session(c, session_id, time.time(), len(messages), usage)
-        now = time.time()
-        rows = []
-        for offset, msg in enumerate(messages):
-            if not msg.get("role"):
-                raise ValueError(f"message {offset} has no role; nothing was saved")
-            content, parts = encode_content(msg.get("content"))
-            tc = msg.get("tool_calls")
-            if tc is not None and not isinstance(tc, str):
-                tc = json.dumps(tc, ensure_ascii=False)
-            rows.append((session_id, msg["role"], content, parts, tc, msg.get("tool_call_id"),
-                         msg.get("tool_name") or msg.get("name"), now, msg.get("token_count")))
-        # after the session row is locked, so the MAX is every committed row's
-        seq = "(?)" if seq_start is not None else (
-            "((SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?) + ?)")
-        pending = []
-        for start in range(0, len(rows), INSERT_BATCH):  # one multi-row INSERT per batch
-            batch = rows[start:start + INSERT_BATCH]
-            values = [v for n, row in enumerate(batch) for v in (
-                (*row, seq_start + start + n) if seq_start is not None
-                else (*row, session_id, n + 1))]
-            pending.append(c.returning(
-                "INSERT INTO messages (session_id, role, content, content_parts, tool_calls,"
-                " tool_call_id, tool_name, created_at, token_count, seq) VALUES "
-                + ", ".join([f"(?,?,?,?,?,?,?,?,?,{seq})"] * len(batch)) + " RETURNING id, seq",
-                values))
-
-        def ids() -> list[int]:  # RETURNING order is not promised: the seq order is the rows'
-            return [int(rid) for rows_of in pending
-                    for rid, _ in sorted(rows_of(), key=lambda r: int(r[1]))]
-        return ids
+                         seq_start: Optional[int] = None) -> Callable[[], list[int]]:
+        """``appends.insert_rows`` of these messages; call the result after the transaction."""
+        return insert_rows(c, session_id, encode_rows(session_id, messages), seq_start)
 
     def append_message(self, session_id: str, role: str, content: Any = None,
                        tool_calls: Any = None, tool_call_id: Optional[str] = None,
@@ -82,8 +31,7 @@ class MessagesMixin(UsesBackend):
         """Persist one message (creating the session row if needed); returns its row id."""
         msg = {"role": role, "content": content, "tool_calls": tool_calls,
                "tool_call_id": tool_call_id, "tool_name": tool_name, "token_count": token_count}
-        return self._write(lambda c: self._insert_messages(c, session_id, [msg]),
-                           pipelined=True)()[0]
+        return self._b.append_rows(session_id, encode_rows(session_id, [msg]), None, None)[0]
 
     def append_messages(self, session_id: str, messages: list[dict[str, Any]],
                         usage: Optional[tuple[int, int]] = None,
@@ -96,12 +44,8 @@ class MessagesMixin(UsesBackend):
         """
         if not messages:
             return []
-
-        def tx(c: Tx) -> Callable[[], list[int]]:
-            if fence is not None:
-                fence.check(c)
-            return self._insert_messages(c, session_id, list(messages), usage=usage)
-        return self._write(tx, pipelined=True)()
+        return self._b.append_rows(session_id, encode_rows(session_id, list(messages)), usage,
+                                   fence)
 
     def get_messages(self, session_id: str, include_inactive: bool = False) -> list[dict[str, Any]]:
         """Stored rows in conversation order. A corrupt tool_calls column comes back as raw text."""
@@ -165,7 +109,7 @@ class MessagesMixin(UsesBackend):
                     raise CompressionLockLost(
                         f"the compression lock of session {session_id} is no longer held by "
                         f"this process (now: {row[0] if row else 'nobody'})")
-            self._touch_session(c, session_id, time.time())
+            touch_session(c, session_id, time.time())
             seqs = {int(i): int(s) for i, s in c.execute(
                 "SELECT id, seq FROM messages WHERE session_id = ?", (session_id,)).fetchall()}
             mine = [i for i in replaced if i in seqs]  # ids of another session are ignored

@@ -23,9 +23,11 @@ from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from . import postgres_schema
-from .backend import Row, Tx
+from .appends import PG_CALL, fenced_insert, in_seq_order, pg_call_params
+from .backend import Fence, Row, Tx
 from .common import SessionDBError, clean_params, redact_url, scrub, unusable
 from .pg_advisory import AdvisoryLocks, LockFence
+from .pg_pool import drop_if_closed_while_idle, install_append, lacks_append
 from .postgres_schema import TS_CONFIG
 from .tsquery import to_tsquery_text
 
@@ -67,25 +69,6 @@ def pg_rows(cursor: Any) -> Callable[[Any], Any]:
 def pg_sql(sql: str) -> str:
     """The shared SQL's ``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled)."""
     return sql.replace("%", "%%").replace("?", "%s")
-
-
-def drop_if_closed_while_idle(conn: psycopg.Connection) -> None:
-    """Close and raise ``OperationalError`` when a pooled connection died while idle (e.g. the
-    server restarted), without a round trip: an idle connection has nothing to read, so a
-    readable socket is the server's goodbye. Why: a pipelined write sends BEGIN, its statements
-    and COMMIT at once, so no BEGIN of its own finds the dead connection before anything
-    was sent (which is what makes retrying it safe)."""
-    import select
-
-    poller = select.poll()
-    try:
-        poller.register(conn.fileno(), select.POLLIN)
-        readable = bool(poller.poll(0))
-    except (OSError, ValueError, psycopg.Error):
-        readable = True
-    if readable:
-        conn.close()
-        raise psycopg.OperationalError("the connection was closed while idle in the pool")
 
 
 class _Empty:
@@ -177,7 +160,8 @@ class PostgresBackend:
                                  " migration") from None
         size = pool_size or DEFAULT_POOL_SIZE
         return ConnectionPool(self.url, min_size=1, max_size=size, open=True, name="hermes",
-                              kwargs=self._connect_kwargs(), timeout=POOL_WAIT, num_workers=1)
+                              kwargs=self._connect_kwargs(), timeout=POOL_WAIT, num_workers=1,
+                              configure=install_append)
 
     # -- connections ---------------------------------------------------------------------------
 
@@ -196,12 +180,13 @@ class PostgresBackend:
         return unusable(f"cannot reach the session store {self.label}: {self._scrub(exc)}; "
                         "check store.url / HERMES_DATABASE_URL and that PostgreSQL is running")
 
-    def _run(self, fn: Callable[[PGTx], T], transaction: bool, pipelined: bool = False) -> T:
+    def _run(self, fn: Callable[[PGTx], T], transaction: bool, mode: str = "transaction") -> T:
         """``fn`` on a pooled connection (in a transaction when asked), with the retries that
         are safe: a serialization failure or deadlock (PostgreSQL rolled it all back); a
         connection that died while idle in the pool (e.g. the server restarted), noticed before
         anything was sent (``drop_if_closed_while_idle``), or under a read (reads can be
-        repeated). A ``pipelined`` write sends BEGIN, its statements and COMMIT together.
+        repeated). ``mode``: "transaction", "pipelined" (BEGIN, the statements and COMMIT sent
+        together) or "statement" (``fn`` sends one statement, in autocommit).
         A write whose connection fails midway is not repeated: it fails with ``SessionDBError``
         and the next call reconnects."""
         if self._closed:
@@ -214,10 +199,12 @@ class PostgresBackend:
                     tx.conn = conn
                     if not transaction:
                         return fn(tx)
-                    if not pipelined:
+                    if mode == "transaction":
                         with conn.transaction():
                             return fn(tx)
                     drop_if_closed_while_idle(conn)
+                    if mode == "statement":  # one statement: its own transaction
+                        return fn(tx)
                     with conn.pipeline(), conn.transaction():  # BEGIN..COMMIT in one round
                         return fn(tx)  # trip, unless ``fn`` fetches a result on the way
             except PoolTimeout as exc:
@@ -242,7 +229,24 @@ class PostgresBackend:
         """Run ``fn(tx)`` in one transaction (see ``_run`` for what is retried). ``pipelined``:
         ``fn`` only sends statements (a cursor's ``rowcount`` and ``description`` are unknown
         until the commit; a fetch waits for the rows), and the whole write is one round trip."""
-        return self._run(fn, transaction=True, pipelined=pipelined)
+        return self._run(fn, transaction=True,
+                         mode="pipelined" if pipelined else "transaction")
+
+    def append_rows(self, session_id: str, rows: list[tuple[Any, ...]],
+                    usage: Optional[tuple[int, int]], fence: Optional[Fence]) -> list[int]:
+        """One statement (``appends.PG_FUNCTION``) when unfenced and the connection has the
+        function; else the shared statements, pipelined."""
+        if fence is None:
+            def call(tx: PGTx) -> Optional[list[int]]:
+                if lacks_append(tx.conn):
+                    return None
+                return in_seq_order(tx.execute(PG_CALL, pg_call_params(session_id, rows, usage))
+                                    .fetchall())
+            ids = self._run(call, transaction=True, mode="statement")
+            if ids is not None:
+                return ids
+        return self.write(lambda c: fenced_insert(c, session_id, rows, usage, fence),
+                          pipelined=True)()
 
     def read(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
         return self._run(lambda tx: tx.execute(sql, params).fetchall(), transaction=False)

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar
 
 from . import sqlite_schema
-from .backend import Row, Tx
+from .appends import fenced_insert
+from .backend import Fence, Row, Tx
 from .common import SessionDBError, clean_params, logger
 from .migrations import pending, refuse_unknown
 from .sqlite_schema import FTS_TRIGGERS
@@ -166,6 +167,10 @@ class SQLiteBackend:
                         raise
                     time.sleep(min(1.0, 0.05 * 2 ** attempt) * (0.5 + random.random()))
             raise AssertionError("unreachable")
+
+    def append_rows(self, session_id: str, rows: list[tuple[Any, ...]],
+                    usage: Optional[tuple[int, int]], fence: Optional[Fence]) -> list[int]:
+        return self.write(lambda c: fenced_insert(c, session_id, rows, usage, fence))()
 
     def read(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
         with self._lock:

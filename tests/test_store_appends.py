@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from hermes_state import messages as store_messages
+from hermes_state import appends
 from hermes_state.common import LeaseLost
 
 
@@ -43,7 +43,7 @@ def test_concurrent_appends_to_one_session_keep_each_batch_together(store):
 
 
 def test_a_batch_past_the_insert_limit_keeps_its_order_and_ids(store, monkeypatch):
-    monkeypatch.setattr(store_messages, "INSERT_BATCH", 3)
+    monkeypatch.setattr(appends, "INSERT_BATCH", 3)
     sid = store.create_session()
     first = store.append_message(sid, "user", "zero")
     ids = store.append_messages(sid, [{"role": "user", "content": str(n)} for n in range(8)],
