@@ -3,7 +3,7 @@
     .venv/bin/python bench/gateway_profile.py [--turns 60] [--top 10] [--streamed | --plain]
 
 Starts the tool-calling fake provider of ``bench/gateway_load.py`` (each turn: a tool call, then
-the answer) and ``gateway run --api-server`` under a profiler on every thread (the event loop and
+the answer) and ``hermes gateway run --api-server`` under a profiler on every thread (the event loop and
 the turn threads), drives ``--turns`` turns one session at a time after a warm-up, then prints the
 gateway's CPU per turn (from /proc, the profiler included: compare runs of this script with each
 other, not with ``gateway_load.py``) and the top functions by own time, plain JSON and streamed.
@@ -57,8 +57,8 @@ def dump(*_):
     import traceback; traceback.print_exc(file=open(OUT + ".err", "w"))
 signal.signal(signal.SIGUSR2, clear)
 signal.signal(signal.SIGUSR1, dump)
-sys.argv[0] = "gateway"
-runpy.run_module("gateway.cli", run_name="__main__")
+sys.argv[0] = "hermes"
+runpy.run_module("hermes_cli.main", run_name="__main__")
 """
 
 
@@ -72,7 +72,7 @@ def profile_run(args: argparse.Namespace, stream: bool) -> None:
         procs.append(fp)
         gw_env = dict(env, OPENAI_BASE_URL=ready.split()[1], OPENAI_API_KEY="bench",
                       HERMES_MODEL="fake-model", API_SERVER_KEY=BENCH_KEY)
-        gw, ready = _spawn([sys.executable, "-c", HOOK, str(out), "run", "--api-server",
+        gw, ready = _spawn([sys.executable, "-c", HOOK, str(out), "gateway", "run", "--api-server",
                             "--port", "0"], gw_env, "READY gateway")
         procs.append(gw)
         url = ready.split("api=")[1] + "/v1/chat/completions"
