@@ -3,11 +3,13 @@
     .venv/bin/python bench/gateway_profile.py [--turns 60] [--top 10] [--streamed | --plain]
 
 Starts the tool-calling fake provider of ``bench/gateway_load.py`` (each turn: a tool call, then
-the answer) and ``hermes gateway run --api-server`` under a profiler on every thread (the event loop and
-the turn threads), drives ``--turns`` turns one session at a time after a warm-up, then prints the
-gateway's CPU per turn (from /proc, the profiler included: compare runs of this script with each
-other, not with ``gateway_load.py``) and the top functions by own time, plain JSON and streamed.
-Prints the machine's load next to every figure.
+the answer) and ``hermes gateway run --api-server`` under a profiler on every thread (the event loop
+and the turn threads, timed by thread CPU time), drives ``--turns`` turns over four sessions after a
+warm-up, then prints the gateway's CPU per turn (from /proc, the profiler included: compare runs
+of this script with each other, not with ``gateway_load.py``) and the top functions by own time,
+plain JSON and streamed.
+Prints the machine's load next to every figure. Blocking waits (``SimpleQueue.get``,
+``lock.acquire``, ``epoll.poll``) still show large times at the top: they are not CPU, skip them.
 """
 from __future__ import annotations
 
