@@ -72,3 +72,34 @@ def test_an_append_that_fails_leaves_nothing(store):
     assert [m["content"] for m in store.get_messages(sid)] == ["kept"]
     s = store.get_session(sid)
     assert (s["message_count"], s["prompt_tokens"]) == (1, 0)
+
+
+def test_a_role_without_temp_privilege_still_appends(pg_cluster, pg_url):
+    """``pg_temp.hermes_append`` needs the TEMP privilege; without it appends take the shared
+    statements and nothing else changes."""
+    import psycopg
+
+    from hermes_state import SessionDB
+
+    database = pg_url.rsplit("/", 1)[1]
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute("CREATE ROLE notemp LOGIN PASSWORD 'notemp-pw'")
+        admin.execute(f"REVOKE TEMPORARY ON DATABASE {database} FROM PUBLIC")
+        admin.execute("GRANT ALL ON SCHEMA public TO notemp")
+        admin.execute("GRANT ALL ON ALL TABLES IN SCHEMA public TO notemp")
+        admin.execute("GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO notemp")
+    url = pg_url.replace("postgres:hermes-test-pw@", "notemp:notemp-pw@")
+    with psycopg.connect(url, autocommit=True) as probe:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            probe.execute("CREATE TEMP TABLE t (x int)")
+    db = SessionDB(url=url)
+    try:
+        sid = db.create_session()
+        ids = db.append_messages(sid, [{"role": "user", "content": "a"},
+                                       {"role": "assistant", "content": "b"}], usage=(3, 2))
+        ids.append(db.append_message(sid, "user", "c"))
+        history, row_ids = db.get_active_history(sid)
+        assert [m["content"] for m in history] == ["a", "b", "c"] and row_ids == ids
+        assert db.get_session(sid)["prompt_tokens"] == 3
+    finally:
+        db.close()
