@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 from .backend import Fence, Tx
 from .common import clean_params, encode_content
 
-INSERT_BATCH = 500  # rows per INSERT (12 parameters each: under SQLite's variable limit)
+INSERT_BATCH = 500  # rows per INSERT (up to 11 parameters each: under SQLite's variable limit)
 Usage = Optional[tuple[int, int]]
 
 
