@@ -46,6 +46,12 @@ class Tx(Protocol):
 
     def executemany(self, sql: str, seq: Iterable[Iterable[Any]], /) -> Cursor: ...
 
+    def returning(self, sql: str, params: Iterable[Any] = (), /) -> Callable[[], list[Any]]:
+        """A statement whose rows the transaction itself does not need: call the result after
+        the transaction for them (PostgreSQL pipelines the write, so they arrive with its
+        commit; SQLite reads them at once)."""
+        ...
+
 
 class Fence(Protocol):
     """Checked inside a write transaction: raises ``LeaseLost`` once its lock was lost."""
@@ -63,11 +69,19 @@ class StoreBackend(Protocol):
     FOR_UPDATE: str  # appended to a SELECT that locks its rows ("" where writers serialise)
     GREATEST: str  # the name of the greatest-of-several function
 
-    def write(self, fn: Callable[[Tx], T]) -> T:
-        """``fn`` in one write transaction (retried as the engine allows)."""
+    def write(self, fn: Callable[[Tx], T], pipelined: bool = False) -> T:
+        """``fn`` in one write transaction (retried as the engine allows). ``pipelined``: ``fn``
+        only sends statements (no ``rowcount``/``description`` read; a fetch may wait), so a
+        networked engine sends them with BEGIN and COMMIT in one round trip."""
         ...
 
     def read(self, sql: str, params: Iterable[Any] = ()) -> list[Row]: ...
+
+    def append_rows(self, session_id: str, rows: list[tuple[Any, ...]],
+                    usage: Optional[tuple[int, int]], fence: Optional[Fence]) -> list[int]:
+        """``appends.encode_rows`` appended in one transaction (``fence`` checked in it); the
+        new ids in order. The engine picks its cheapest way (PostgreSQL: one statement)."""
+        ...
 
     def read_with(self, fn: Callable[[Tx], T]) -> T:
         """``fn`` outside a write transaction: several reads on one connection."""
@@ -114,8 +128,8 @@ class UsesBackend:
 
     _b: StoreBackend
 
-    def _write(self, fn: Callable[[Tx], T]) -> T:
-        return self._b.write(fn)
+    def _write(self, fn: Callable[[Tx], T], pipelined: bool = False) -> T:
+        return self._b.write(fn, pipelined=pipelined)
 
     def _read(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
         return self._b.read(sql, params)

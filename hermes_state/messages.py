@@ -5,15 +5,14 @@ Nothing the user said is ever deleted by compaction: replaced rows are only mark
 """
 from __future__ import annotations
 
-import json
 import time
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
+from .appends import encode_rows, insert_rows, touch_session
 from .backend import Fence, Tx, UsesBackend
-from .common import (CompressionLockLost, decode_content, encode_content, logger, message_rows,
+from .common import (CompressionLockLost, decode_content, logger, message_rows,
                      parse_tool_calls)
 
-INSERT_BATCH = 500  # rows per INSERT (10 parameters each: under SQLite's variable limit)
 MESSAGE_COLUMNS = ("id, session_id, role, content, content_parts, tool_calls, tool_call_id,"
                    " tool_name, created_at, token_count, active, compacted, seq")
 
@@ -21,49 +20,10 @@ MESSAGE_COLUMNS = ("id, session_id, role, content, content_parts, tool_calls, to
 class MessagesMixin(UsesBackend):
     """Message rows."""
 
-    @staticmethod
-    def _touch_session(c: Tx, session_id: str, now: float) -> None:
-        """Create the session row if missing, else bump it: either way the row is now locked
-        until commit (PostgreSQL), so two writers never interleave one session's ``seq``."""
-        c.execute("INSERT INTO sessions (id, source, started_at, updated_at) "
-                  "VALUES (?, 'unknown', ?, ?) ON CONFLICT (id) DO UPDATE SET "
-                  "updated_at = excluded.updated_at", (session_id, now, now))
-
     def _insert_messages(self, c: Tx, session_id: str, messages: list[dict[str, Any]],
-                         seq_start: Optional[int] = None,
-                         usage: Optional[tuple[int, int]] = None) -> list[int]:
-        """Insert in order inside the caller's transaction; keeps the session counters (and
-        ``usage``, when given) current. Few statements: each is a round trip on PostgreSQL."""
-        now = time.time()
-        self._touch_session(c, session_id, now)
-        if seq_start is None:
-            seq_start = c.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM messages "
-                                  "WHERE session_id = ?", (session_id,)).fetchone()[0]
-        rows = []
-        for offset, msg in enumerate(messages):
-            if not msg.get("role"):
-                raise ValueError(f"message {offset} has no role; nothing was saved")
-            content, parts = encode_content(msg.get("content"))
-            tc = msg.get("tool_calls")
-            if tc is not None and not isinstance(tc, str):
-                tc = json.dumps(tc, ensure_ascii=False)
-            rows.append((session_id, msg["role"], content, parts, tc, msg.get("tool_call_id"),
-                         msg.get("tool_name") or msg.get("name"), now, msg.get("token_count"),
-                         seq_start + offset))
-        ids: list[int] = []
-        for start in range(0, len(rows), INSERT_BATCH):  # one multi-row INSERT per batch
-            batch = rows[start:start + INSERT_BATCH]
-            by_seq = {int(seq): int(rid) for rid, seq in c.execute(
-                "INSERT INTO messages (session_id, role, content, content_parts, tool_calls,"
-                " tool_call_id, tool_name, created_at, token_count, seq) VALUES "
-                + ", ".join(["(?,?,?,?,?,?,?,?,?,?)"] * len(batch)) + " RETURNING id, seq",
-                [v for row in batch for v in row]).fetchall()}
-            ids.extend(by_seq[row[-1]] for row in batch)  # RETURNING order is not promised
-        prompt, completion = (int(usage[0] or 0), int(usage[1] or 0)) if usage else (0, 0)
-        c.execute("UPDATE sessions SET message_count = message_count + ?, updated_at = ?,"
-                  " prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?"
-                  " WHERE id = ?", (len(ids), now, prompt, completion, session_id))
-        return ids
+                         seq_start: Optional[int] = None) -> Callable[[], list[int]]:
+        """``appends.insert_rows`` of these messages; call the result after the transaction."""
+        return insert_rows(c, session_id, encode_rows(session_id, messages), seq_start)
 
     def append_message(self, session_id: str, role: str, content: Any = None,
                        tool_calls: Any = None, tool_call_id: Optional[str] = None,
@@ -71,7 +31,7 @@ class MessagesMixin(UsesBackend):
         """Persist one message (creating the session row if needed); returns its row id."""
         msg = {"role": role, "content": content, "tool_calls": tool_calls,
                "tool_call_id": tool_call_id, "tool_name": tool_name, "token_count": token_count}
-        return self._write(lambda c: self._insert_messages(c, session_id, [msg]))[0]
+        return self._b.append_rows(session_id, encode_rows(session_id, [msg]), None, None)[0]
 
     def append_messages(self, session_id: str, messages: list[dict[str, Any]],
                         usage: Optional[tuple[int, int]] = None,
@@ -84,12 +44,8 @@ class MessagesMixin(UsesBackend):
         """
         if not messages:
             return []
-
-        def tx(c: Tx) -> list[int]:
-            if fence is not None:
-                fence.check(c)
-            return self._insert_messages(c, session_id, list(messages), usage=usage)
-        return self._write(tx)
+        return self._b.append_rows(session_id, encode_rows(session_id, list(messages)), usage,
+                                   fence)
 
     def get_messages(self, session_id: str, include_inactive: bool = False) -> list[dict[str, Any]]:
         """Stored rows in conversation order. A corrupt tool_calls column comes back as raw text."""
@@ -143,7 +99,7 @@ class MessagesMixin(UsesBackend):
         """
         replaced = sorted({int(i) for i in replaced_ids})
 
-        def tx(c: Tx) -> list[int]:
+        def tx(c: Tx) -> Callable[[], list[int]]:
             if fence is not None:  # the turn lease (``append_messages``)
                 fence.check(c)
             if lock_holder is not None:
@@ -153,7 +109,7 @@ class MessagesMixin(UsesBackend):
                     raise CompressionLockLost(
                         f"the compression lock of session {session_id} is no longer held by "
                         f"this process (now: {row[0] if row else 'nobody'})")
-            self._touch_session(c, session_id, time.time())
+            touch_session(c, session_id, time.time())
             seqs = {int(i): int(s) for i, s in c.execute(
                 "SELECT id, seq FROM messages WHERE session_id = ?", (session_id,)).fetchall()}
             mine = [i for i in replaced if i in seqs]  # ids of another session are ignored
@@ -166,10 +122,10 @@ class MessagesMixin(UsesBackend):
             c.execute("UPDATE sessions SET compactions = compactions + 1 WHERE id = ?",
                       (session_id,))
             return ids
-        return self._write(tx)
+        return self._write(tx)()
 
     def _insert_at(self, c: Tx, session_id: str, messages: list[dict[str, Any]],
-                   seqs: dict[int, int], replaced: set[int]) -> list[int]:
+                   seqs: dict[int, int], replaced: set[int]) -> Callable[[], list[int]]:
         """Renumber from the first replaced row on: the replaced rows, ``messages``, every other
         row.
 
@@ -184,7 +140,7 @@ class MessagesMixin(UsesBackend):
         first_new = start + len(before)
         ids = self._insert_messages(c, session_id, messages, seq_start=first_new)
         c.executemany("UPDATE messages SET seq = ? WHERE id = ?",
-                      [(first_new + len(ids) + n, i) for n, i in enumerate(after)])
+                      [(first_new + len(messages) + n, i) for n, i in enumerate(after)])
         return ids
 
     def deactivate_messages(self, session_id: str, ids: list[int]) -> int:

@@ -23,9 +23,11 @@ from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from . import postgres_schema
-from .backend import Row, Tx
+from .appends import PG_CALL, fenced_insert, in_seq_order, pg_call_params
+from .backend import Fence, Row, Tx
 from .common import SessionDBError, clean_params, redact_url, scrub, unusable
 from .pg_advisory import AdvisoryLocks, LockFence
+from .pg_pool import drop_if_closed_while_idle, install_append, lacks_append
 from .postgres_schema import TS_CONFIG
 from .tsquery import to_tsquery_text
 
@@ -93,6 +95,9 @@ class PGTx:
         self.used = True
         return self.conn.execute(pg_sql(sql), clean_params(params))
 
+    def returning(self, sql: str, params: Iterable[Any] = ()) -> Callable[[], list[Any]]:
+        return self.execute(sql, params).fetchall  # read after the pipeline's sync: no wait
+
     def executemany(self, sql: str, seq: Iterable[Iterable[Any]]) -> Any:
         rows = [clean_params(p) for p in seq]
         if not rows:
@@ -155,7 +160,8 @@ class PostgresBackend:
                                  " migration") from None
         size = pool_size or DEFAULT_POOL_SIZE
         return ConnectionPool(self.url, min_size=1, max_size=size, open=True, name="hermes",
-                              kwargs=self._connect_kwargs(), timeout=POOL_WAIT, num_workers=1)
+                              kwargs=self._connect_kwargs(), timeout=POOL_WAIT, num_workers=1,
+                              configure=install_append)
 
     # -- connections ---------------------------------------------------------------------------
 
@@ -174,13 +180,15 @@ class PostgresBackend:
         return unusable(f"cannot reach the session store {self.label}: {self._scrub(exc)}; "
                         "check store.url / HERMES_DATABASE_URL and that PostgreSQL is running")
 
-    def _run(self, fn: Callable[[PGTx], T], transaction: bool) -> T:
+    def _run(self, fn: Callable[[PGTx], T], transaction: bool, mode: str = "transaction") -> T:
         """``fn`` on a pooled connection (in a transaction when asked), with the retries that
         are safe: a serialization failure or deadlock (PostgreSQL rolled it all back); a
         connection that died while idle in the pool (e.g. the server restarted), noticed before
-        anything was sent, or under a read (reads can be repeated). A write whose connection
-        fails midway is not repeated: it fails with ``SessionDBError`` and the next call
-        reconnects."""
+        anything was sent (``drop_if_closed_while_idle``), or under a read (reads can be
+        repeated). ``mode``: "transaction", "pipelined" (BEGIN, the statements and COMMIT sent
+        together) or "statement" (``fn`` sends one statement, in autocommit).
+        A write whose connection fails midway is not repeated: it fails with ``SessionDBError``
+        and the next call reconnects."""
         if self._closed:
             raise SessionDBError(f"the session store {self.label} is closed")
         lost = 0
@@ -191,8 +199,14 @@ class PostgresBackend:
                     tx.conn = conn
                     if not transaction:
                         return fn(tx)
-                    with conn.transaction():
+                    if mode == "transaction":
+                        with conn.transaction():
+                            return fn(tx)
+                    drop_if_closed_while_idle(conn)
+                    if mode == "statement":  # one statement: its own transaction
                         return fn(tx)
+                    with conn.pipeline(), conn.transaction():  # BEGIN..COMMIT in one round
+                        return fn(tx)  # trip, unless ``fn`` fetches a result on the way
             except PoolTimeout as exc:
                 raise SessionDBError(f"no connection to the session store {self.label} within "
                                      f"{POOL_WAIT:.0f} s ({self._scrub(exc)}); is PostgreSQL "
@@ -211,9 +225,28 @@ class PostgresBackend:
                                      f"({self._scrub(exc)}); the next call reconnects") from None
         raise AssertionError("unreachable")
 
-    def write(self, fn: Callable[[Tx], T]) -> T:
-        """Run ``fn(tx)`` in one transaction (see ``_run`` for what is retried)."""
-        return self._run(fn, transaction=True)
+    def write(self, fn: Callable[[Tx], T], pipelined: bool = False) -> T:
+        """Run ``fn(tx)`` in one transaction (see ``_run`` for what is retried). ``pipelined``:
+        ``fn`` only sends statements (a cursor's ``rowcount`` and ``description`` are unknown
+        until the commit; a fetch waits for the rows), and the whole write is one round trip."""
+        return self._run(fn, transaction=True,
+                         mode="pipelined" if pipelined else "transaction")
+
+    def append_rows(self, session_id: str, rows: list[tuple[Any, ...]],
+                    usage: Optional[tuple[int, int]], fence: Optional[Fence]) -> list[int]:
+        """One statement (``appends.PG_FUNCTION``) when unfenced and the connection has the
+        function; else the shared statements, pipelined."""
+        if fence is None:
+            def call(tx: PGTx) -> Optional[list[int]]:
+                if lacks_append(tx.conn):
+                    return None
+                return in_seq_order(tx.execute(PG_CALL, pg_call_params(session_id, rows, usage))
+                                    .fetchall())
+            ids = self._run(call, transaction=True, mode="statement")
+            if ids is not None:
+                return ids
+        return self.write(lambda c: fenced_insert(c, session_id, rows, usage, fence),
+                          pipelined=True)()
 
     def read(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
         return self._run(lambda tx: tx.execute(sql, params).fetchall(), transaction=False)

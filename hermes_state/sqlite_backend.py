@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar
 
 from . import sqlite_schema
-from .backend import Row, Tx
+from .appends import fenced_insert
+from .backend import Fence, Row, Tx
 from .common import SessionDBError, clean_params, logger
 from .migrations import pending, refuse_unknown
 from .sqlite_schema import FTS_TRIGGERS
@@ -48,6 +49,10 @@ class _Tx:
 
     def executemany(self, sql: str, seq: Iterable[Iterable[Any]]) -> sqlite3.Cursor:
         return self.conn.executemany(sql, (clean_params(p) for p in seq))
+
+    def returning(self, sql: str, params: Iterable[Any] = ()) -> Callable[[], list[Any]]:
+        rows = self.execute(sql, params).fetchall()  # SQLite commits only once they are read
+        return lambda: rows
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.conn, name)
@@ -140,9 +145,10 @@ class SQLiteBackend:
                     f"({exc}); the store is as it was before that migration"
                 ) from exc
 
-    def write(self, fn: Callable[[Tx], T]) -> T:
+    def write(self, fn: Callable[[Tx], T], pipelined: bool = False) -> T:
         """Run ``fn(conn)`` in one BEGIN IMMEDIATE transaction, retrying a bounded number of times
-        when another process holds the write lock past the busy timeout."""
+        when another process holds the write lock past the busy timeout. (``pipelined`` matters
+        only over a network: a local file has no round trips to save.)"""
         with self._lock:
             conn = self.conn
             for attempt in range(WRITE_ATTEMPTS):
@@ -161,6 +167,10 @@ class SQLiteBackend:
                         raise
                     time.sleep(min(1.0, 0.05 * 2 ** attempt) * (0.5 + random.random()))
             raise AssertionError("unreachable")
+
+    def append_rows(self, session_id: str, rows: list[tuple[Any, ...]],
+                    usage: Optional[tuple[int, int]], fence: Optional[Fence]) -> list[int]:
+        return self.write(lambda c: fenced_insert(c, session_id, rows, usage, fence))()
 
     def read(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
         with self._lock:

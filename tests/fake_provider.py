@@ -708,6 +708,7 @@ class FakeProvider:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._conns: set[socket.socket] = set()
+        self.connections = 0  # TCP connections accepted so far (a client that reuses one adds none)
         self.base_url: str = ""
         self.port: int = 0
 
@@ -833,6 +834,7 @@ class FakeProvider:
         with self._lock:
             if add:
                 self._conns.add(conn)
+                self.connections += 1
             else:
                 self._conns.discard(conn)
 

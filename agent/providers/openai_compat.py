@@ -10,6 +10,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from agent.providers.sse_stream import chat_chunks
 from hermes_core.messages import content_text
 
 
@@ -174,15 +175,23 @@ def request_chat(client: Any, *, model: str, messages: list[dict], tools: Option
         kwargs["max_tokens"] = max_tokens
     if timeout:
         kwargs["timeout"] = timeout
+    if raw_body:
+        # ask the SDK for the raw HTTP response (what its own ``with_raw_response`` does) and
+        # read the JSON ourselves: building its pydantic models costs ~0.2 ms a call (a stream:
+        # one per chunk; left unread for ``sse_stream``). Any other answer is parsed as is.
+        kwargs["extra_headers"] = {RAW_RESPONSE_HEADER: "stream" if stream_callback else "true"}
     if stream_callback is not None:
         kwargs["stream"] = True
         kwargs["stream_options"] = {"include_usage": True}
         stream = client.chat.completions.create(**kwargs)
+        http = getattr(stream, "http_response", None)
+        if callable(getattr(http, "iter_lines", None)):
+            chunks = chat_chunks(http)
+            try:
+                return consume_stream(chunks, stream_callback, interrupted)
+            finally:
+                chunks.close()  # the connection goes back even when the loop stops reading early
         return consume_stream(stream, stream_callback, interrupted)
-    if raw_body:
-        # ask the SDK for the raw HTTP response (what its own ``with_raw_response`` does) and read the JSON
-        # ourselves: building its pydantic models costs ~0.2 ms a call. Any other answer is parsed as is.
-        kwargs["extra_headers"] = {RAW_RESPONSE_HEADER: "true"}
     resp = client.chat.completions.create(**kwargs)
     body = getattr(getattr(resp, "http_response", None), "content", None)
     if isinstance(body, (bytes, bytearray)):

@@ -6,6 +6,7 @@ input (nothing is stored). With ``X-Hermes-Session-Key`` (or ``-Id``) the server
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import secrets
 import time
@@ -82,11 +83,8 @@ async def _stream(runner: Any, request: web.Request, body: dict[str, Any], key: 
     turn = asyncio.ensure_future(handle.outcome())
     out = SSEWriter(request, session_headers.response_headers(sid, key))
     cid, created = f"chatcmpl-{secrets.token_hex(12)}", int(time.time())
-
-    def chunk(delta: dict[str, Any], finish: Optional[str] = None) -> dict[str, Any]:
-        return {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-
+    wire = ChunkWire(cid, created, model)
+    chunk = wire.chunk
     streamed: list[str] = []
     try:
         await out.open()
@@ -94,9 +92,10 @@ async def _stream(runner: Any, request: web.Request, body: dict[str, Any], key: 
         async for kind, value in feed.events(turn, out):
             if kind == "delta":
                 streamed.append(value)
-                await out.send(chunk({"content": value}))
+                await out.send_record(wire.content(value), flush=not feed.more())
             elif kind == "tool":
-                await out.send(tool_progress(value), event="hermes.tool.progress")
+                await out.send(tool_progress(value), event="hermes.tool.progress",
+                               flush=not feed.more())
             elif kind == "keepalive":
                 await out.comment()
             elif kind == "gone":
@@ -123,6 +122,28 @@ async def _stream(runner: Any, request: web.Request, body: dict[str, Any], key: 
     return out.resp
 
 
+class ChunkWire:
+    """The ``chat.completion.chunk`` records of one stream. A text delta, nearly every record,
+    is encoded once: the stream's constant head and tail around the JSON string of its text
+    (no dict per chunk, no re-encoding of the envelope)."""
+
+    def __init__(self, cid: str, created: int, model: str) -> None:
+        self.base = {"id": cid, "object": "chat.completion.chunk", "created": created,
+                     "model": model}
+        head = json.dumps({**self.base, "choices": [{"index": 0, "delta": {"content": ""},
+                                                     "finish_reason": None}]},
+                          ensure_ascii=False).encode()
+        cut = head.rindex(b'"content": ""') + len(b'"content": ')
+        self._head, self._tail = b"data: " + head[:cut], head[cut + 2:] + b"\n\n"
+
+    def chunk(self, delta: dict[str, Any], finish: Optional[str] = None) -> dict[str, Any]:
+        return {**self.base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    def content(self, text: str) -> bytes:
+        """The SSE record of one text delta."""
+        return self._head + json.dumps(text, ensure_ascii=False).encode() + self._tail
+
+
 async def _send_ending(out: SSEWriter, outcome: Any, key: Optional[str],
                        chunk: Callable[..., dict[str, Any]], streamed: list[str],
                        include_usage: bool) -> None:
@@ -132,21 +153,22 @@ async def _send_ending(out: SSEWriter, outcome: Any, key: Optional[str],
     text = message_text(outcome)
     # the answer usually streamed as the tail (after any text written before tool calls)
     if text and not "".join(streamed).endswith(text):
-        await out.send(chunk({"content": ("\n\n" if streamed else "") + text}))
+        await out.send(chunk({"content": ("\n\n" if streamed else "") + text}), flush=False)
     finish, hermes = ending(outcome, key)
     last = chunk({}, finish)
     if hermes is not None:
         last["hermes"] = hermes
-    await out.send(last)
+    await out.send(last, flush=False)  # the tail goes out in one write with the stream's end
     if include_usage:
         prompt, completion = usage_of(outcome.result)
         await out.send({**chunk({}), "choices": [], "usage": {
             "prompt_tokens": prompt, "completion_tokens": completion,
-            "total_tokens": prompt + completion}})
+            "total_tokens": prompt + completion}}, flush=False)
     if outcome.kind == "failed":
         await out.send({"error": {"message": failure_message(outcome, key), "type": "server_error",
-                                  "param": None, "code": error_code(outcome)}}, event="error")
-    await out.send(b"[DONE]")
+                                  "param": None, "code": error_code(outcome)}}, event="error",
+                       flush=False)
+    await out.send(b"[DONE]", flush=False)
 
 
 async def _session_id(runner: Any, key: Optional[str]) -> Optional[str]:

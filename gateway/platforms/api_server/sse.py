@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+from collections import deque
 from typing import Any, AsyncIterator, Optional
 
 from aiohttp import web
@@ -33,6 +35,7 @@ class SSEWriter:
         self.request = request
         self.resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
                                                 "X-Accel-Buffering": "no", **(headers or {})})
+        self._held: list[bytes] = []  # records kept for the next write (``flush=False``)
 
     @property
     def prepared(self) -> bool:
@@ -42,14 +45,28 @@ class SSEWriter:
         await self.resp.prepare(self.request)
 
     async def send(self, data: Any, event: Optional[str] = None,
-                   event_id: Optional[int] = None) -> None:
-        await self.resp.write(sse_bytes(data, event, event_id))
+                   event_id: Optional[int] = None, flush: bool = True) -> None:
+        """One record; ``flush=False`` holds it for the next write (more is already queued:
+        one write, one syscall and one TCP segment for the lot)."""
+        await self.send_record(sse_bytes(data, event, event_id), flush)
+
+    async def send_record(self, record: bytes, flush: bool = True) -> None:
+        """An already encoded record (see ``send``)."""
+        self._held.append(record)
+        if flush:
+            await self.flush()
+
+    async def flush(self) -> None:
+        if self._held:
+            data, self._held = b"".join(self._held), []
+            await self.resp.write(data)
 
     async def comment(self, text: str = "keep-alive") -> None:
-        await self.resp.write(f": {text}\n\n".encode())
+        await self.send_record(f": {text}\n\n".encode())
 
     async def close(self) -> None:
-        await self.resp.write_eof()
+        data, self._held = b"".join(self._held), []
+        await self.resp.write_eof(data)
 
     def client_gone(self) -> bool:
         transport = self.request.transport
@@ -57,19 +74,50 @@ class SSEWriter:
 
 
 class TurnFeed:
-    """What a running turn reports, carried from the agent's thread to the event loop."""
+    """What a running turn reports, carried from the agent's thread to the event loop.
+
+    Why this shape: one loop wake-up per burst, not per delta (the agent thread appends under a
+    lock and schedules a wake-up only when none is pending), and one plain future to wait on
+    rather than a task and ``asyncio.wait`` per event: a streamed turn's extra CPU was mostly
+    this hand-over."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self._lock = threading.Lock()
+        self._incoming: list[tuple[str, Any]] = []  # appended by the agent's thread
+        self._wake_pending = False
+        self._ready: deque[tuple[str, Any]] = deque()  # the loop's side, in arrival order
+        self._waiter: Optional[asyncio.Future[None]] = None
 
     def _put(self, kind: str, value: Any) -> None:
-        self._loop.call_soon_threadsafe(self._queue.put_nowait, (kind, value))
+        with self._lock:
+            self._incoming.append((kind, value))
+            if self._wake_pending:
+                return
+            self._wake_pending = True
+        self._loop.call_soon_threadsafe(self._wake)
+
+    def _take(self) -> None:
+        with self._lock:
+            items, self._incoming, self._wake_pending = self._incoming, [], False
+        self._ready.extend(items)
+
+    def _wake(self, *_: Any) -> None:
+        self._take()
+        self._poke()
+
+    def _poke(self, *_: Any) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
 
     def on_delta(self, text: str) -> None:
         """``stream_callback`` of the agent."""
         if text:
             self._put("delta", text)
+
+    def more(self) -> bool:
+        """Something is already here (a caller may hold its write back for it)."""
+        return bool(self._ready)
 
     def on_tool(self, event: dict[str, Any]) -> None:
         """``tool_progress_callback`` of the agent."""
@@ -82,16 +130,25 @@ class TurnFeed:
         ``turn`` is done and everything it reported was yielded."""
         loop = asyncio.get_running_loop()
         quiet_since = loop.time()
-        while not (turn.done() and self._queue.empty()):
-            getter = asyncio.ensure_future(self._queue.get())
-            done, _ = await asyncio.wait({getter, turn}, timeout=POLL_SECONDS,
-                                         return_when=asyncio.FIRST_COMPLETED)
-            if getter in done:
+        turn.add_done_callback(self._poke)
+        while True:
+            if self._ready:
                 quiet_since = loop.time()
-                yield getter.result()
+                yield self._ready.popleft()
                 continue
-            getter.cancel()
-            if done:
+            if turn.done():
+                self._take()  # anything the thread reported just before it finished
+                if not self._ready:
+                    return
+                continue
+            self._waiter = loop.create_future()
+            timer = loop.call_later(POLL_SECONDS, self._poke)
+            try:
+                await self._waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
+            if self._ready or turn.done():
                 continue
             if writer is not None and writer.client_gone():
                 yield "gone", None
