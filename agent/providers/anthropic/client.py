@@ -1,0 +1,118 @@
+"""``AnthropicClient``: the Messages API (on the ``anthropic`` SDK) behind the one call the loop
+makes, ``client.chat.completions.create(...)``, answering with OpenAI shapes.
+
+Like the OpenAI path it sends the (already converted) body through ``extra_body`` so the SDK does
+not walk every message through its parameter transformer, and reads non-streamed answers as raw
+JSON instead of building the SDK's models: the turn's overhead stays that of the OpenAI path.
+SDK retries are off (the loop retries, with the provider's ``Retry-After``); ``abort()`` cuts the
+request in flight (``AIAgent.interrupt``).
+"""
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+from typing import Any, Iterator, Optional
+
+from agent.providers.anthropic import thinking
+from agent.providers.anthropic.convert import build_request
+from agent.providers.anthropic.errors import stream_error, translate
+from agent.providers.anthropic.replies import StreamTranslator, completion
+from agent.providers.openai_compat import abort_connections, shared_ssl_context
+
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+DEFAULT_MAX_TOKENS = 8192
+_SHORT_OUTPUT = ("claude-3-opus", "claude-3-sonnet", "claude-3-haiku")  # 4096 output tokens
+EFFORT_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32000}
+
+
+def sdk_base_url(url: Optional[str]) -> str:
+    """The SDK wants the host root (it adds /v1/messages); a configured URL may end in /v1."""
+    root = (url or ANTHROPIC_BASE_URL).rstrip("/")
+    return root[:-3] if root.endswith("/v1") else root
+
+
+def max_output_for(model: str) -> int:
+    low = (model or "").lower()
+    return 4096 if any(low.startswith(p) for p in _SHORT_OUTPUT) else DEFAULT_MAX_TOKENS
+
+
+def thinking_budget(effort: Optional[str]) -> Optional[int]:
+    """``agent.reasoning_effort`` (Hermes' key) as a thinking budget; unset or none: off."""
+    return EFFORT_BUDGETS.get(str(effort or "").strip().lower())
+
+
+class AnthropicClient:
+    """One SDK client; lent to one request at a time by the process's client pool."""
+
+    def __init__(self, base_url: Optional[str] = None, api_key: Optional[str] = None,
+                 timeout: float = 600.0, reasoning_effort: Optional[str] = None,
+                 cache: bool = True) -> None:
+        import anthropic
+
+        self._sdk = anthropic.Anthropic(
+            api_key=api_key or "no-key", base_url=sdk_base_url(base_url), max_retries=0,
+            timeout=timeout, http_client=anthropic.DefaultHttpxClient(verify=shared_ssl_context()))
+        self.thinking_budget = thinking_budget(reasoning_effort)
+        self.cache = cache
+        self.chat = SimpleNamespace(completions=SimpleNamespace(create=self.create))
+
+    def create(self, *, model: str, messages: Optional[list] = None, tools: Any = None,
+               tool_choice: Any = None, stream: bool = False, max_tokens: Optional[int] = None,
+               temperature: Optional[float] = None, timeout: Optional[float] = None,
+               extra_body: Optional[dict] = None, **_openai_only: Any) -> Any:
+        """``chat.completions.create`` with OpenAI arguments; a ``chat.completion`` dict, or an
+        iterator of ``chat.completion.chunk`` dicts when ``stream``."""
+        extra = dict(extra_body or {})
+        body = build_request(extra.pop("messages", None) or messages or [], model=model,
+                             max_tokens=max_tokens or max_output_for(model),
+                             tools=extra.pop("tools", None) or tools,
+                             tool_choice=extra.pop("tool_choice", None) or tool_choice,
+                             thinking_budget=self.thinking_budget, temperature=temperature,
+                             thinking=thinking.recall, cache=self.cache)
+        args: dict[str, Any] = {"model": model, "max_tokens": body["max_tokens"], "messages": [],
+                                "extra_body": body}
+        if timeout:
+            args["timeout"] = timeout
+        try:
+            if stream:
+                return self._translated(self._sdk.messages.create(stream=True, **args))
+            raw = self._sdk.messages.with_raw_response.create(**args)
+        except Exception as exc:
+            mapped = translate(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+        data = json.loads(raw.http_response.content)
+        calls = [b.get("id") for b in data.get("content") or [] if b.get("type") == "tool_use"]
+        thinking.remember(calls, [b for b in data.get("content") or []
+                                  if b.get("type") in ("thinking", "redacted_thinking")])
+        return completion(data)
+
+    def _translated(self, events: Any) -> Iterator[dict]:
+        tr = StreamTranslator()
+        try:
+            for event in events:
+                yield from tr.feed(event)
+        except Exception as exc:
+            mapped = stream_error(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        finally:
+            close = getattr(events, "close", None)
+            if callable(close):
+                close()
+        thinking.remember(tr.tool_ids, tr.thinking)
+
+    def abort(self) -> None:
+        """Cut the request in flight (from another thread)."""
+        abort_connections(self._sdk)
+
+    def close(self) -> None:
+        self._sdk.close()
+
+
+def make_client(settings: Any) -> AnthropicClient:
+    """The provider factory: ``ProviderSettings`` -> a client."""
+    return AnthropicClient(settings.base_url, settings.api_key,
+                           reasoning_effort=getattr(settings, "reasoning_effort", None))
