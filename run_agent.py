@@ -26,8 +26,9 @@ from agent.conversation_loop import Interrupted, run_loop
 from hermes_core.messages import content_text, find_tool_pair_violations, sanitize_tool_pairs
 from agent.persistence import HistoryLoadError, SessionRecorder, StoreError
 from hermes_core.redact import config_secrets, redact, secret_values
-from agent.providers.client_pool import pool_for
+from agent.providers.clients import make_client, pool_of
 from agent.providers.models import settle as settle_model
+from agent.providers.windows import family_window, window_for
 from agent.providers.openai_compat import ModelReply, abort_connections, make_openai_client, request_chat
 from hermes_core.retry import jittered_backoff
 from hermes_core.tokens import estimate_messages_tokens_rough
@@ -40,12 +41,7 @@ log = logging.getLogger("hermes.agent")
 
 __all__ = ["AIAgent", "OpenAI", "get_tool_definitions", "check_toolset_requirements", "jittered_backoff"]  # noqa: F822 (OpenAI is lazy)
 
-KNOWN_CONTEXT_LENGTHS = (  # (substring of the model name, window); first match wins
-    ("gpt-4.1", 1_047_576), ("gpt-4o", 128_000), ("gpt-5", 400_000), ("o3", 200_000), ("o4", 200_000),
-    ("claude", 200_000), ("gemini", 1_048_576), ("llama-3", 131_072), ("qwen", 32_768),
-    ("mistral", 32_768), ("deepseek", 128_000), ("smollm2", 8_192),
-)
-DEFAULT_CONTEXT_LENGTH = 128_000
+from agent.providers.windows import DEFAULT_CONTEXT_LENGTH, KNOWN_CONTEXT_LENGTHS  # noqa: E402,F401
 LOCAL_MAX_TOOL_ROUNDS = 1  # rounds of tool calls per turn offered to the embedded model
 
 
@@ -59,11 +55,8 @@ def __getattr__(name: str) -> Any:
 
 
 def context_length_for(model: str) -> int:
-    low = (model or "").lower()
-    for key, size in KNOWN_CONTEXT_LENGTHS:
-        if key in low:
-            return size
-    return DEFAULT_CONTEXT_LENGTH
+    """The known window of the model's family (``agent.providers.windows``)."""
+    return family_window(model)
 
 
 def _new_session_id() -> str:
@@ -100,6 +93,7 @@ class AIAgent:
         self.config = config
         load_plugins(config)  # once per process: the tools, hooks and providers plugins offer
         settings = resolve_provider(config, base_url=base_url, api_key=api_key, model=model, provider=provider)
+        self._provider_settings = settings  # the wire and plugin of this provider (issue 25)
         self.provider = settings.provider
         self.base_url = settings.base_url
         self.api_key = settings.api_key
@@ -139,7 +133,7 @@ class AIAgent:
         comp_cfg = config.compression
         self.compression_enabled = comp_cfg.enabled
         self.max_compression_attempts = comp_cfg.max_attempts
-        window = context_length or settings.context_length or context_length_for(self.model)
+        window = context_length or settings.context_length or window_for(self.model, self.base_url)
         self._context_length_pinned = bool(context_length or settings.context_length)
         from agent.context_compressor import ContextCompressor
 
@@ -168,6 +162,7 @@ class AIAgent:
         self.session_prompt_tokens = 0
         self.session_completion_tokens = 0
         self.session_api_calls = 0
+        self.session_cache_read_tokens = 0  # of session_prompt_tokens, read from the prompt cache
 
     def _open_store(self) -> Any:
         """The configured store, for an agent given no ``session_db``."""
@@ -198,9 +193,12 @@ class AIAgent:
                                  timeout=m.timeout)
             self._raw_body = False
             return client
-        import run_agent  # the seed patches run_agent.OpenAI
+        return make_client(self._active_settings())
 
-        return make_openai_client(run_agent.OpenAI, self.base_url, self.api_key)
+    def _active_settings(self) -> Any:
+        """The provider settings of the next request (model and key as they are now)."""
+        return self._provider_settings.model_copy(update={
+            "model": self.model, "api_key": self.api_key, "base_url": self.base_url})
 
     def _call_model_api(self, api_messages: list[dict], state: TurnState) -> ModelReply:
         """One request on this thread; ``interrupt()`` aborts it by closing the client's connections.
@@ -216,9 +214,7 @@ class AIAgent:
             tools = None  # a tiny local model would call tools forever; after this many rounds it must answer
         pool = None
         if borrow:
-            import run_agent  # the seed patches run_agent.OpenAI
-
-            pool = pool_for(run_agent.OpenAI, self.base_url, self.api_key)
+            pool = pool_of(self._active_settings())
         client = pool.borrow() if pool is not None else self.client
         self._inflight = client if (pool is not None or self._owns_client) else None
         try:
@@ -301,6 +297,9 @@ class AIAgent:
                 update(reply.prompt_tokens)
             else:
                 self.context_compressor.last_prompt_tokens = reply.prompt_tokens
+        if reply.cached_tokens:
+            state.extras["cache_read_tokens"] = state.extras.get("cache_read_tokens", 0) + reply.cached_tokens
+            self.session_cache_read_tokens += reply.cached_tokens
         if reply.completion_tokens:
             state.completion_tokens += reply.completion_tokens
             self.session_completion_tokens += reply.completion_tokens
@@ -645,6 +644,7 @@ class AIAgent:
         self._usage_baseline = None
         self.compactions = 0
         self.session_prompt_tokens = self.session_completion_tokens = self.session_api_calls = 0
+        self.session_cache_read_tokens = 0
         return self.session_id
 
     def undo_last_turn(self) -> Optional[str]:

@@ -13,7 +13,7 @@ Replies: the next queued one, else ``fa.handler(body)`` when set, else ``fa.defa
 and `max_tokens` exceed context limit" wording), ``stream_error`` (an ``error`` event after some
 text, on a 200 stream).
 
-Keys: every ``x-api-key`` is accepted unless ``fa.key_status`` names it: ``{"k2": 401, "k3":
+Keys (``x-api-key``, or ``Authorization: Bearer``): every key is accepted unless ``fa.key_status`` names it: ``{"k2": 401, "k3":
 429}`` answers those keys with that error (``fa.keys_seen`` lists what arrived, in order).
 
 The prompt cache: each request's prefix (tools, system, then every content block) is cut at its
@@ -260,6 +260,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(raw)
 
+    def _key(self) -> str:
+        """The request's API key: ``x-api-key``, or the bearer token newer SDKs send."""
+        bearer = (self.headers.get("authorization") or "").removeprefix("Bearer ").strip()
+        return self.headers.get("x-api-key") or bearer
+
     def do_GET(self) -> None:  # noqa: N802
         if self.path.split("?")[0] != "/v1/models":
             return self._json(404, {"type": "error", "error": {"type": "not_found_error",
@@ -272,7 +277,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         fake = self.fake
         fake.headers.append({k.lower(): v for k, v in self.headers.items()})
-        reply = fake.pick(body, self.headers.get("x-api-key") or "")
+        reply = fake.pick(body, self._key())
         if reply.kind == "error":
             return self._json(reply.status, {"type": "error", "error": {
                 "type": reply.error_type, "message": reply.message}}, reply.headers)

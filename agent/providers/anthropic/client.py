@@ -17,7 +17,7 @@ from agent.providers.anthropic import thinking
 from agent.providers.anthropic.convert import build_request
 from agent.providers.anthropic.errors import stream_error, translate
 from agent.providers.anthropic.replies import StreamTranslator, completion
-from agent.providers.openai_compat import abort_connections, shared_ssl_context
+from agent.providers.openai_compat import shared_ssl_context
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 8192
@@ -52,6 +52,7 @@ class AnthropicClient:
         self._sdk = anthropic.Anthropic(
             api_key=api_key or "no-key", base_url=sdk_base_url(base_url), max_retries=0,
             timeout=timeout, http_client=anthropic.DefaultHttpxClient(verify=shared_ssl_context()))
+        self._client = self._sdk._client  # its HTTP pool: what abort_connections cuts
         self.thinking_budget = thinking_budget(reasoning_effort)
         self.cache = cache
         self.chat = SimpleNamespace(completions=SimpleNamespace(create=self.create))
@@ -103,10 +104,6 @@ class AnthropicClient:
             if callable(close):
                 close()
         thinking.remember(tr.tool_ids, tr.thinking)
-
-    def abort(self) -> None:
-        """Cut the request in flight (from another thread)."""
-        abort_connections(self._sdk)
 
     def close(self) -> None:
         self._sdk.close()
