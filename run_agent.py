@@ -94,6 +94,7 @@ class AIAgent:
         load_plugins(config)  # once per process: the tools, hooks and providers plugins offer
         settings = resolve_provider(config, base_url=base_url, api_key=api_key, model=model, provider=provider)
         self._provider_settings = settings  # the wire and plugin of this provider (issue 25)
+        self._fallback: Any = None  # agent.providers.fallback.AgentChain, made when first needed
         self.provider = settings.provider
         self.base_url = settings.base_url
         self.api_key = settings.api_key

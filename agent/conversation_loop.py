@@ -11,6 +11,7 @@ from typing import Any, Optional, Union
 
 from agent import results
 from agent.conversation_compression import compression_skipped_due_to_lock, made_progress
+from agent.providers import fallback
 from agent.error_classifier import ClassifiedError, ErrorKind, classify_error
 from agent.provider_failures import describe
 from agent.providers.openai_compat import ModelReply, StreamInterrupted
@@ -157,6 +158,7 @@ def call_model(agent: Any, state: TurnState, api_messages: list[dict]) -> Union[
     import run_agent  # the seed patches run_agent.jittered_backoff
 
     retries = 0
+    fallback.restore_due(agent)
     while True:
         if agent._interrupt_event.is_set():
             raise Interrupted()
@@ -183,6 +185,9 @@ def call_model(agent: Any, state: TurnState, api_messages: list[dict]) -> Union[
                                             f"({retries}/{MAX_RETRIES}).")
                 if delay and agent._interrupt_event.wait(delay):
                     raise Interrupted() from None
+                continue
+            if fallback.fall_back(agent, err):  # fallback_providers (issue 25)
+                retries = 0
                 continue
             agent._persist_session(state.messages)
             return _failed(agent, state, err, retries)

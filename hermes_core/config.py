@@ -231,7 +231,7 @@ class HermesConfig(_Section):
     web: WebConfig = Field(default_factory=WebConfig)  # web_search, web_extract (issue 23)
     browser: BrowserConfig = Field(default_factory=BrowserConfig)  # browser_* tools (issue 23)
     fallback_providers: list[FallbackEntry] = Field(default_factory=list)  # (issue 25)
-    fallback_model: Any = None  # Hermes' older single entry: agent.providers.chain reads it
+    fallback_model: Optional[FallbackEntry] = None  # Hermes' older single entry (one fallback)
     fallback: FallbackConfig = Field(default_factory=FallbackConfig)
 
     @field_validator("timezone")

@@ -72,6 +72,6 @@ def fallback_chain(cfg: Any) -> list[FallbackEntry]:
     """``fallback_providers`` then the older ``fallback_model`` (when it names another one)."""
     chain = list(getattr(cfg, "fallback_providers", None) or [])
     legacy = getattr(cfg, "fallback_model", None)
-    if legacy is not None and legacy.provider and legacy not in chain:
+    if isinstance(legacy, FallbackEntry) and legacy.provider and legacy not in chain:
         chain.append(legacy)
     return chain
