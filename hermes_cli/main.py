@@ -42,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="`hermes COMMAND --help` describes each command.")
     _add_agent_flags(p, sub=False)
     p.add_argument("--version", action=VersionAction)
+    p.add_argument("-p", "--profile", metavar="NAME",
+                   help="run in profile NAME (HERMES_HOME/profiles/NAME; also HERMES_PROFILE)")
     p.add_argument("-z", metavar="MSG", dest="oneshot_quiet",
                    help="answer one message; print only the final answer")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -105,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     from hermes_cli.acp_cmd import add_parser as add_acp
 
     add_acp(sub)
+    from hermes_cli.profile_cmd import add_parser as add_profile
+
+    add_profile(sub)
 
     # listed for --help; main() hands these to gateway/cli.py, which parses its own flags
     sub.add_parser("gateway", help="run the gateway (API server, Telegram) or show its status")
@@ -222,6 +227,14 @@ def dispatch(args: argparse.Namespace) -> int:
 
 def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    from hermes_core import profiles
+
+    try:  # before anything reads HERMES_HOME: the profile decides where it is
+        flag, argv = profiles.take_flag(argv)
+        profiles.apply(flag)
+    except profiles.ProfileError as exc:
+        _error(str(exc))
+        return 2
     if argv and argv[0] in ("gateway", "pairing"):  # they parse their own flags, --help included
         from gateway import cli as gateway_cli
 
