@@ -11,7 +11,7 @@ from typing import Any, Optional, Union
 
 from agent import results
 from agent.conversation_compression import compression_skipped_due_to_lock, made_progress
-from agent.providers import fallback
+from agent.providers import fallback, key_pool
 from agent.error_classifier import ClassifiedError, ErrorKind, classify_error
 from agent.provider_failures import describe
 from agent.providers.openai_compat import ModelReply, StreamInterrupted
@@ -159,6 +159,7 @@ def call_model(agent: Any, state: TurnState, api_messages: list[dict]) -> Union[
 
     retries = 0
     fallback.restore_due(agent)
+    key_pool.new_request(agent)
     while True:
         if agent._interrupt_event.is_set():
             raise Interrupted()
@@ -177,6 +178,8 @@ def call_model(agent: Any, state: TurnState, api_messages: list[dict]) -> Union[
                 if ended is not None:
                     return ended
                 api_messages = api_messages_for(state)
+                continue
+            if key_pool.rotate(agent, err):  # another key of the pool (issue 25)
                 continue
             if err.retryable and retries < MAX_RETRIES:
                 retries += 1

@@ -110,7 +110,9 @@ def build_agent(args: Any, cfg: HermesConfig, *, session_db: Any = None,
     ps = provider_settings(args, cfg)
     yolo = bool(getattr(args, "yolo", False) if yolo is None else yolo)
     kwargs: dict[str, Any] = dict(
-        base_url=ps.base_url, api_key=ps.api_key, model=ps.model, provider=ps.provider,
+        # the key only when given as a flag: else the agent gathers the provider's whole pool
+        base_url=ps.base_url, api_key=getattr(args, "api_key", None), model=ps.model,
+        provider=ps.provider,
         max_iterations=getattr(args, "max_turns", None) or cfg.agent.max_turns,
         quiet_mode=True, session_db=session_db, session_id=session_id,
         enabled_toolsets=toolsets(args), config=cfg, platform=platform, cwd=cwd,
