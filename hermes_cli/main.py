@@ -113,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     from hermes_cli.auth_cmd import add_parser as add_auth
 
     add_auth(sub)
+    from hermes_cli.model_cmd import add_parser as add_model
+
+    add_model(sub)
 
     # listed for --help; main() hands these to gateway/cli.py, which parses its own flags
     sub.add_parser("gateway", help="run the gateway (API server, Telegram) or show its status")
