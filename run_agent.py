@@ -299,7 +299,8 @@ class AIAgent:
             else:
                 self.context_compressor.last_prompt_tokens = reply.prompt_tokens
         if reply.cached_tokens:
-            state.extras["cache_read_tokens"] = state.extras.get("cache_read_tokens", 0) + reply.cached_tokens
+            extras = state.extras
+            extras["cache_read_tokens"] = extras.get("cache_read_tokens", 0) + reply.cached_tokens
             self.session_cache_read_tokens += reply.cached_tokens
         if reply.completion_tokens:
             state.completion_tokens += reply.completion_tokens

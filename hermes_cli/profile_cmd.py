@@ -20,7 +20,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("profile", help="list, create, use, show or delete profiles (own config, "
                                        "memory, skills, sessions)")
     ps = p.add_subparsers(dest="profile_action", metavar="ACTION")
-    ls = ps.add_parser("list", help="every profile; * marks the one in use, (default) the sticky one")
+    ls = ps.add_parser("list", help="every profile; * marks the one in use, (default) the "
+                                    "sticky one")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
     c = ps.add_parser("create", help="a new, empty profile")
     c.add_argument("name", metavar="NAME")

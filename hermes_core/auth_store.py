@@ -39,7 +39,7 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def entries(provider: str, home: Optional[Path] = None) -> list[dict]:
-    """The stored credentials of ``provider`` (each ``{label, auth_type, source, api_key, ...}``)."""
+    """The stored credentials of ``provider`` (each ``{label, auth_type, source, api_key}``)."""
     try:
         pool = _read(auth_path(home)).get(POOL) or {}
     except AuthStoreError:

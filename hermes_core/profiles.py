@@ -36,8 +36,8 @@ class ProfileError(Exception):
 def check_name(name: str) -> str:
     name = (name or "").strip()
     if not _NAME.match(name):
-        raise ProfileError(f"invalid profile name {name!r}: use lower-case letters, digits, - and _ "
-                           "(at most 64, starting with a letter or digit)")
+        raise ProfileError(f"invalid profile name {name!r}: use lower-case letters, digits, "
+                           "- and _ (at most 64, starting with a letter or digit)")
     return name
 
 

@@ -70,7 +70,8 @@ def _settings(info: Any, cfg: HermesConfig, base_url: Optional[str], keys: list[
 
     if info.needs_key and not keys:
         raise ConfigError(catalog.missing_key_message(info))
-    return ProviderSettings(provider=info.name, base_url=base_url, api_key=keys[0] if keys else None,
+    return ProviderSettings(provider=info.name, base_url=base_url,
+                            api_key=keys[0] if keys else None,
                             model=model or info.default_model or "", context_length=context_length,
                             model_path=model_path, key_var=info.key_var, api_keys=keys,
                             api=info.api, reasoning_effort=cfg.agent.reasoning_effort)

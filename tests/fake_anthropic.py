@@ -13,8 +13,8 @@ Replies: the next queued one, else ``fa.handler(body)`` when set, else ``fa.defa
 and `max_tokens` exceed context limit" wording), ``stream_error`` (an ``error`` event after some
 text, on a 200 stream).
 
-Keys (``x-api-key``, or ``Authorization: Bearer``): every key is accepted unless ``fa.key_status`` names it: ``{"k2": 401, "k3":
-429}`` answers those keys with that error (``fa.keys_seen`` lists what arrived, in order).
+Keys (``x-api-key``, or ``Authorization: Bearer``): every key is accepted unless
+``fa.key_status`` names it: ``{"k2": 401, "k3": 429}`` answers those keys with that error (``fa.keys_seen`` lists what arrived, in order).
 
 The prompt cache: each request's prefix (tools, system, then every content block) is cut at its
 ``cache_control`` breakpoints; a prefix seen at a breakpoint before is read from the cache, up to

@@ -67,7 +67,8 @@ def test_an_unknown_or_bad_profile_is_one_line_and_touches_nothing(fake_provider
     env = hermes_env(fake_provider)
     res = run_hermes("-p", "nope", "-z", "hi", env=env)
     assert res.returncode == 2 and res.stderr.count("\n") == 1
-    assert "profile 'nope' does not exist" in res.stderr and "hermes profile create nope" in res.stderr
+    assert "profile 'nope' does not exist" in res.stderr
+    assert "hermes profile create nope" in res.stderr
     res = run_hermes("profile", "create", "../evil", env=env)
     assert res.returncode == 2 and "invalid profile name" in res.stderr
     assert fake_provider.requests == [] and not (hermes_home / "profiles").exists()

@@ -177,7 +177,8 @@ def place_breakpoints(turns: list[dict], where: list[Optional[tuple[int, int]]],
 
 def ends_mid_tool_loop_without_thinking(turns: list[dict]) -> bool:
     """The last assistant turn called tools but carries no thinking block: with thinking on, the
-    API would refuse it (the blocks of an earlier process are gone), so that request goes without."""
+    API would refuse it (the blocks of an earlier process are gone), so that request goes
+    without."""
     last = next((t for t in reversed(turns) if t["role"] == "assistant"), None)
     if last is None:
         return False
