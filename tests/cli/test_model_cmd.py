@@ -60,3 +60,11 @@ def test_slash_model_lists_and_switches_with_the_window(fake_provider, hermes_ho
     fake_provider.queue(text("switched"))
     chat.handle_line("hello")
     assert fake_provider.requests[-1]["model"] == "claude-like-model"
+
+
+def test_doctor_asks_anthropic_its_own_way(fake_anthropic, hermes_home):
+    env = hermes_env(None, ANTHROPIC_BASE_URL=fake_anthropic.base_url,
+                     ANTHROPIC_API_KEY="sk-ant-test", HERMES_PROVIDER="anthropic")
+    res = run_hermes("doctor", env=env)
+    line = next(x for x in res.stdout.splitlines() if x[2:].startswith("provider:"))
+    assert line.startswith("✓") and "1 model listed" in line, line
