@@ -97,7 +97,8 @@ def probe_models(base_url: str, api_key: Optional[str], timeout: float,
 def check_provider(cfg: Any) -> tuple[Check, Any]:
     """What a run would use: the same resolution (and the same refusals) as `hermes` itself."""
     from agent.providers.models import settle
-    from hermes_core.config import ConfigError, resolve_provider
+    from hermes_core.config import ConfigError
+    from hermes_core.provider_settings import resolve_provider
 
     try:
         ps = resolve_provider(cfg)
@@ -203,6 +204,11 @@ def check_plugins(cfg: Any) -> Check:
                      "`hermes plugins disable NAME`")
     off = sum(1 for i in infos if not i.enabled)
     return Check(OK, "plugins", summary + (f", {off} off (`hermes plugins list`)" if off else ""))
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("doctor", help="check config, provider, session store and local model")
+    p.set_defaults(func=run)
 
 
 def run(args: Any = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:

@@ -105,10 +105,9 @@ def resolve_provider(
     base_url = base_url or catalog.url_from_env(info, env) or m.base_url or info.base_url
     if not base_url:
         raise ConfigError(catalog.missing_url_message(info))
-    if api_key:
-        keys = [api_key]  # a key given on the command line is the only one used
-    else:
-        keys = pool_keys(info, env, catalog.key_from_env(info, env) or m.api_key, m.api_keys)
+    keys = pool_keys(info, env, catalog.key_from_env(info, env) or m.api_key, m.api_keys)
+    if api_key:  # first; a key from elsewhere (--api-key) is the only one used
+        keys = [api_key] + [k for k in keys if k != api_key] if api_key in keys else [api_key]
     return _settings(info, cfg, base_url, keys, model, m.context_length, m.path)
 
 

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from agent.callbacks import StatusKind
 from agent.error_classifier import ClassifiedError, ErrorKind
 
 log = logging.getLogger("hermes.providers")
@@ -79,7 +80,7 @@ class AgentChain:
                 self.resolved[index] = resolve_entry(agent.config, self.entries[index - 1], main,
                                                      f"fallback_providers[{index - 1}]")
             except ConfigError as exc:
-                agent._emit_status("warning", f"Fallback skipped: {exc}")
+                agent.emit_status(StatusKind.WARNING, f"Fallback skipped: {exc}")
                 self.resolved[index] = None
         return self.resolved[index]
 
@@ -90,7 +91,7 @@ def chain_of(agent: Any) -> Optional[AgentChain]:
     if chain is None:
         from hermes_core.provider_config import fallback_chain
 
-        if not fallback_chain(agent.config):
+        if not hasattr(agent, "_provider_settings") or not fallback_chain(agent.config):
             return None
         chain = agent._fallback = AgentChain(agent)
     return chain
@@ -123,10 +124,10 @@ def fall_back(agent: Any, err: ClassifiedError) -> bool:
             continue
         state.active = index
         use_settings(agent, settings)
-        note = (f"{describe(failed)} failed ({err.kind.value}: {agent._redact(err.message)[:120]});"
+        note = (f"{describe(failed)} failed ({err.kind.value}: {agent.redact(err.message)[:120]});"
                 f" falling back to {describe(settings)}.")
         log.warning("%s", note)
-        agent._emit_status("warning", note)
+        agent.emit_status(StatusKind.WARNING, note)
         return True
     return False
 
@@ -145,7 +146,7 @@ def restore_due(agent: Any) -> None:
     agent._client, agent._owns_client = primary["client"], primary["owned"]
     note = f"Back on the primary provider {describe(primary['settings'])}."
     log.warning("%s", note)
-    agent._emit_status("info", note)
+    agent.emit_status(StatusKind.INFO, note)
 
 
 def use_settings(agent: Any, settings: Any, window: Optional[int] = None) -> None:
@@ -163,4 +164,4 @@ def use_settings(agent: Any, settings: Any, window: Optional[int] = None) -> Non
     agent.api_key, agent.model = settings.api_key, settings.model
     agent._raw_body = settings.api != "local"
     size = window or settings.context_length or window_for(settings.model, settings.base_url)
-    agent._learn_context_limit(size, lower_only=False, announce=False)
+    agent.learn_context_limit(size, lower_only=False, announce=False)

@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from agent.callbacks import StatusKind
 from agent.error_classifier import ClassifiedError, ErrorKind
 
 
@@ -53,7 +54,8 @@ _lock = threading.Lock()
 
 
 def ring_for(settings: Any) -> Optional[KeyRing]:
-    """The process's ring for these settings' provider and endpoint (None: a single key)."""
+    """The process's ring for these settings' provider and endpoint (None: a single key, or a
+    turn host that is not an AIAgent and has no provider settings)."""
     keys = list(getattr(settings, "api_keys", None) or [])
     if len(keys) < 2:
         return None
@@ -68,7 +70,7 @@ def ring_for(settings: Any) -> Optional[KeyRing]:
 
 def new_request(agent: Any) -> None:
     """A request starts: every live key may be tried again; the agent uses the ring's key."""
-    ring = ring_for(agent._provider_settings)
+    ring = ring_for(getattr(agent, "_provider_settings", None))
     if ring is None:
         return
     with _lock:
@@ -81,7 +83,7 @@ def rotate(agent: Any, err: ClassifiedError) -> bool:
     """After a 429 or 401/403: the agent moves to the pool's next key (True), said once."""
     if err.kind not in (ErrorKind.RATE_LIMIT, ErrorKind.AUTH):
         return False
-    ring = ring_for(agent._provider_settings)
+    ring = ring_for(getattr(agent, "_provider_settings", None))
     if ring is None:
         return False
     with _lock:
@@ -92,7 +94,8 @@ def rotate(agent: Any, err: ClassifiedError) -> bool:
     from hermes_core.config_edit import mask
 
     why = "rejected, parked" if err.kind is ErrorKind.AUTH else "rate limited"
-    agent._emit_status("info", f"{agent.provider} key {mask(old)} {why}; using {mask(new)}.")
+    agent.emit_status(StatusKind.INFO,
+                      f"{agent.provider} key {mask(old)} {why}; using {mask(new)}.")
     _use_key(agent, new)
     return True
 

@@ -38,6 +38,6 @@ def switch_model(agent: Any, name: str) -> int:
     agent.model = name
     agent._provider_settings = agent._provider_settings.model_copy(update={"model": name})
     if not agent._context_length_pinned:
-        agent._learn_context_limit(window_for(name, agent.base_url), lower_only=False,
+        agent.learn_context_limit(window_for(name, agent.base_url), lower_only=False,
                                    announce=False)
     return getattr(agent.context_compressor, "context_length", 0) or 0

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Optional
 from hermes_core.config import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from hermes_core.config import ProviderSettings
+    from hermes_core.provider_settings import ProviderSettings
 
 FALLBACK_MODEL = "default"
 PROBE_TIMEOUT = 10.0
