@@ -31,10 +31,11 @@ from agent.conversation_compression import compress_context, compression_skipped
 from agent.conversation_loop import run_loop
 from agent.persistence import HistoryLoadError, SessionRecorder
 from agent.providers.models import settle as settle_model
+from agent.providers.windows import family_window, window_for
 from agent.providers.openai_compat import abort_connections
 from agent.turn_context import TurnState, build_turn, preflight_compress
-from hermes_core.config import (HermesConfig, ProviderSettings, load_config, load_env_file,
-                                load_plugins, resolve_provider)
+from hermes_core.config import HermesConfig, load_config, load_env_file, load_plugins
+from hermes_core.provider_settings import ProviderSettings, resolve_provider
 from hermes_core.retry import jittered_backoff
 from hermes_core.tokens import estimate_messages_tokens_rough
 from tools.registry import check_toolset_requirements, get_tool_definitions
@@ -45,12 +46,7 @@ log = logging.getLogger("hermes.agent")
 __all__ = ["AIAgent", "OpenAI", "get_tool_definitions",  # noqa: F822 (OpenAI is lazy)
            "check_toolset_requirements", "jittered_backoff"]
 
-KNOWN_CONTEXT_LENGTHS = (  # (substring of the model name, window); first match wins
-    ("gpt-4.1", 1_047_576), ("gpt-4o", 128_000), ("gpt-5", 400_000), ("o3", 200_000),
-    ("o4", 200_000), ("claude", 200_000), ("gemini", 1_048_576), ("llama-3", 131_072),
-    ("qwen", 32_768), ("mistral", 32_768), ("deepseek", 128_000), ("smollm2", 8_192),
-)
-DEFAULT_CONTEXT_LENGTH = 128_000
+from agent.providers.windows import DEFAULT_CONTEXT_LENGTH, KNOWN_CONTEXT_LENGTHS  # noqa: E402, F401
 
 
 def __getattr__(name: str) -> Any:
@@ -63,11 +59,8 @@ def __getattr__(name: str) -> Any:
 
 
 def context_length_for(model: str) -> int:
-    low = (model or "").lower()
-    for key, size in KNOWN_CONTEXT_LENGTHS:
-        if key in low:
-            return size
-    return DEFAULT_CONTEXT_LENGTH
+    """The known window of the model's family (``agent.providers.windows``)."""
+    return family_window(model)
 
 
 def _join(*parts: Optional[str]) -> Optional[str]:
@@ -140,6 +133,8 @@ class AIAgent(ProviderMixin, ToolsMixin, PromptMixin, SessionMixin, StatusMixin)
                       model: Optional[str], provider: Optional[str]) -> ProviderSettings:
         settings = resolve_provider(self.config, base_url=base_url, api_key=api_key, model=model,
                                     provider=provider)
+        self._provider_settings = settings  # the wire and plugin of this provider (issue 25)
+        self._fallback: Any = None  # agent.providers.fallback.AgentChain, made when first needed
         self.provider = settings.provider
         self.base_url = settings.base_url
         self.api_key = settings.api_key
@@ -173,7 +168,7 @@ class AIAgent(ProviderMixin, ToolsMixin, PromptMixin, SessionMixin, StatusMixin)
         comp_cfg = self.config.compression
         self.compression_enabled = comp_cfg.enabled
         self.max_compression_attempts = comp_cfg.max_attempts
-        window = context_length or context_length_for(self.model)
+        window = context_length or window_for(self.model, self.base_url)
         self._context_length_pinned = bool(context_length)
         self.context_compressor: Any = ContextCompressor.from_config(
             comp_cfg, window, summarize=self._make_summarizer())
@@ -196,6 +191,7 @@ class AIAgent(ProviderMixin, ToolsMixin, PromptMixin, SessionMixin, StatusMixin)
         self.session_prompt_tokens = 0
         self.session_completion_tokens = 0
         self.session_api_calls = 0
+        self.session_cache_read_tokens = 0  # of session_prompt_tokens, read from the prompt cache
 
     # ---- what tests patch here ---------------------------------------------------------------
 

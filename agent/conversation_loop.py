@@ -13,6 +13,7 @@ from typing import Any, Optional, Union
 from agent import results
 from agent.callbacks import StatusKind
 from agent.conversation_compression import compression_skipped_due_to_lock, made_progress
+from agent.providers import fallback, key_pool
 from agent.error_classifier import ClassifiedError, ErrorKind, classify_error
 from agent.provider_failures import describe
 from agent.providers.openai_compat import ModelReply, StreamInterrupted
@@ -171,6 +172,8 @@ def call_model(agent: TurnHost, state: TurnState,
     import run_agent  # the seed patches run_agent.jittered_backoff
 
     retries = 0
+    fallback.restore_due(agent)
+    key_pool.new_request(agent)
     while True:
         if agent.interrupt_event.is_set():
             raise Interrupted()
@@ -190,6 +193,8 @@ def call_model(agent: TurnHost, state: TurnState,
                     return ended
                 api_messages = api_messages_for(state)
                 continue
+            if key_pool.rotate(agent, err):  # another key of the pool (issue 25)
+                continue
             if err.retryable and retries < MAX_RETRIES:
                 retries += 1
                 delay = run_agent.jittered_backoff(retries, retry_after=err.retry_after)
@@ -197,6 +202,9 @@ def call_model(agent: TurnHost, state: TurnState,
                                                     f"{delay:.1f}s ({retries}/{MAX_RETRIES}).")
                 if delay and agent.interrupt_event.wait(delay):
                     raise Interrupted() from None
+                continue
+            if fallback.fall_back(agent, err):  # fallback_providers (issue 25)
+                retries = 0
                 continue
             agent._persist_session(state.messages)
             return _failed(agent, state, err, retries)

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from agent.callbacks import AgentHooks
 
 if TYPE_CHECKING:  # pragma: no cover
-    from hermes_core.config import HermesConfig, ProviderSettings
+    from hermes_core.config import HermesConfig
+    from hermes_core.provider_settings import ProviderSettings
     from run_agent import AIAgent
 
 PathArg = Union[str, "PathLike[str]"]
@@ -28,7 +29,7 @@ PathArg = Union[str, "PathLike[str]"]
 @dataclass(frozen=True)
 class ProviderChoice:
     """Where the agent's requests go. A field left None is resolved by the agent from the
-    environment and config.yaml (``hermes_core.config.resolve_provider``)."""
+    environment and config.yaml (``hermes_core.provider_settings.resolve_provider``)."""
 
     provider: Optional[str] = None
     base_url: Optional[str] = None

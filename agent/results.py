@@ -31,6 +31,7 @@ def _base(state: TurnState, *, final_response: Optional[str], completed: bool, p
         "prompt_tokens": state.prompt_tokens,
         "completion_tokens": state.completion_tokens,
         "total_tokens": state.prompt_tokens + state.completion_tokens,
+        "cache_read_tokens": state.extras.get("cache_read_tokens", 0),
         "last_prompt_tokens": getattr(agent.context_compressor, "last_prompt_tokens", 0) or 0,
         "session_id": agent.session_id,
         "model": agent.model,

@@ -6,8 +6,12 @@ the turn), ``import run_agent`` time and ``AIAgent()`` construction time.
 Targets (issue 2): ratio <= 2.0, import <= 150 ms, construction <= 20 ms.
 
     .venv/bin/python bench/turn_overhead.py [--runs 100] [--store postgresql://user:pw@host/db]
+                                            [--provider anthropic]
 
 ``--store`` runs the agent on that PostgreSQL database (default: SQLite under a temp HERMES_HOME).
+``--provider anthropic`` measures the same turn on the native Anthropic path too (the loopback
+Messages API fake, its raw POST the converted body) and prints each path's runtime overhead
+(turn minus raw POST) and their difference (issue 25 target: within 10%), with the machine load.
 """
 from __future__ import annotations
 
@@ -28,8 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def start_provider() -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "tests.fake_provider", "--port", "0", "--reply", "Sure."],
+def start_provider(module: str = "tests.fake_provider") -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", module, "--port", "0", "--reply", "Sure."],
                             cwd=ROOT, stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline().strip()
     if not line.startswith("READY "):
@@ -78,11 +82,52 @@ class StoreTimer:
         return call
 
 
+def anthropic_overhead(runs: int) -> tuple[float, float]:
+    """Median turn and raw POST (ms) of the same turn on the native Anthropic path."""
+    from agent.providers.anthropic.convert import build_request
+    from run_agent import AIAgent
+
+    proc, base_url = start_provider("tests.fake_anthropic")
+    try:
+        agent = AIAgent(provider="anthropic", base_url=base_url, api_key="bench",
+                        model="claude-fake-1", quiet_mode=True, skip_context_files=True,
+                        skip_memory=True)
+        hist = history()
+        agent.run_conversation("warm up", conversation_history=list(hist))
+        msgs = [{"role": "system", "content": agent._cached_system_prompt}, *hist,
+                {"role": "user", "content": "One more question?"}]
+        u = urlparse(base_url)
+        conn = http.client.HTTPConnection(u.hostname, u.port)
+
+        def raw_post() -> None:
+            body = build_request(msgs, model="claude-fake-1", max_tokens=8192, tools=agent.tools)
+            conn.request("POST", "/v1/messages", body=json.dumps(body).encode(),
+                         headers={"Content-Type": "application/json", "x-api-key": "bench"})
+            json.loads(conn.getresponse().read())
+
+        raw_post()
+        turn, raw = [], []
+        for _ in range(runs):
+            t = time.perf_counter()
+            assert agent.run_conversation("One more question?",
+                                          conversation_history=list(hist))["completed"]
+            turn.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            raw_post()
+            raw.append(time.perf_counter() - t)
+    finally:
+        proc.terminate()
+        proc.wait()
+    return statistics.median(turn) * 1000, statistics.median(raw) * 1000
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--store", metavar="URL", help="a postgresql:// URL (default: SQLite)")
+    ap.add_argument("--provider", choices=("openai", "anthropic"), default="openai")
     args = ap.parse_args()
+    load_before = os.getloadavg()
     home = tempfile.mkdtemp(prefix="hermes-bench-")
     os.environ["HERMES_HOME"] = home
     if args.store:
@@ -141,6 +186,14 @@ def main() -> None:
     print(f"ratio                   : {t_med / r_med:8.2f}   (target <= 2.0)")
     print(f"import run_agent        : {imp * 1000:8.1f} ms (target <= 150)")
     print(f"AIAgent() first / next  : {first * 1000:8.1f} ms / {second * 1000:.1f} ms (target <= 20)")
+    if args.provider == "anthropic":
+        a_turn, a_raw = anthropic_overhead(args.runs)
+        o_over, a_over = (t_med - r_med) * 1000, a_turn - a_raw
+        print(f"anthropic turn / raw    : {a_turn:8.2f} ms / {a_raw:.2f} ms")
+        print(f"overhead openai / anthr.: {o_over:8.2f} ms / {a_over:.2f} ms "
+              f"({a_over / o_over - 1:+.1%}; target within 10%)")
+    print(f"machine load (1/5/15 m) : before {load_before[0]:.2f} {load_before[1]:.2f} "
+          f"{load_before[2]:.2f}, after {os.getloadavg()[0]:.2f} (cores: {os.cpu_count()})")
 
 
 if __name__ == "__main__":

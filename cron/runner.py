@@ -82,7 +82,7 @@ def make_agent(run: dict[str, Any], cfg: Any, db: Any) -> Any:
     ValueError when its working directory left the creator's confinement."""
     from agent.factory import AgentSpec, ProviderChoice, build_agent
     from cron.policy import run_limits
-    from hermes_core.config import resolve_provider
+    from hermes_core.provider_settings import resolve_provider
     from tools.registry import toolset_names
 
     limits = run_limits(run_policy(run, cfg), run.get("workdir") or None, toolset_names(),

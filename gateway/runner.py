@@ -70,7 +70,8 @@ def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFa
     Least privilege (agent.tool_policy): the gateway's own toolsets (no terminal by default) and
     file tools confined to its working directory, whoever is on the other side of the chat.
     """
-    from hermes_core.config import load_config, resolve_provider
+    from hermes_core.config import load_config
+    from hermes_core.provider_settings import resolve_provider
     from agent.tool_policy import gateway_toolsets, gateway_working_dir
 
     cfg = config if config is not None else load_config()

@@ -38,10 +38,9 @@ def _touch_client(client: Any) -> None:
 
 def _warm_client_pool(agent: Any) -> None:
     """Put one ready client in the process's pool for the agents' endpoint: the first turn borrows it."""
-    import run_agent
-    from agent.providers.client_pool import pool_for
+    from agent.providers.clients import pool_of
 
-    pool = pool_for(run_agent.OpenAI, agent.base_url, agent.api_key)
+    pool = pool_of(agent._active_settings())
     client = pool.borrow()
     try:
         _touch_client(client)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
-from hermes_core.config import HermesConfig, ProviderSettings, resolve_provider
+from hermes_core.config import HermesConfig
+from hermes_core.provider_settings import ProviderSettings, resolve_provider
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent.callbacks import AgentHooks

@@ -66,11 +66,24 @@ class SlashCommands:
         return True
 
     def cmd_model(self, arg: str) -> bool:
+        """``/model``: the endpoint's models (* the current one); ``/model NAME`` switches."""
+        from agent.providers import model_choice
+
+        current = getattr(self.agent, "model", "?")
         if not arg:
-            self.r.info(f"Model: {getattr(self.agent, 'model', '?')}")
+            settings = getattr(self.agent, "_provider_settings", None)
+            found = model_choice.endpoint_models(settings) if settings is not None else None
+            self.r.info(f"Model: {current}")
+            for line in model_choice.list_lines(found, current) if found is not None else ():
+                self.r.info(line)
             return True
-        self.agent.model = arg
-        self.r.info(f"Model set to {arg} for the rest of this session.")
+        if hasattr(self.agent, "_provider_settings"):
+            window = model_choice.switch_model(self.agent, arg)
+            self.r.info(f"Model set to {arg} for the rest of this session ({window:,}-token "
+                        "window; `hermes model NAME` saves it).")
+        else:
+            self.agent.model = arg
+            self.r.info(f"Model set to {arg} for the rest of this session.")
         return True
 
     def cmd_compress(self, arg: str) -> bool:

@@ -70,11 +70,13 @@ def check_permissions() -> Check:
                  + (" (or run any hermes command, which tightens them)" if len(fixes) > 4 else ""))
 
 
-def probe_models(base_url: str, api_key: Optional[str], timeout: float) -> tuple[bool, str]:
-    """GET {base_url}/models: (reachable, what we learned)."""
-    from agent.providers.models import probe
+def probe_models(base_url: str, api_key: Optional[str], timeout: float,
+                 provider: Optional[str] = None) -> tuple[bool, str]:
+    """The endpoint's model list (its plugin's own, e.g. Anthropic's): (reachable, what we
+    learned)."""
+    from agent.providers.models import probe_provider
 
-    found = probe(base_url, api_key, timeout)
+    found = probe_provider(provider, base_url, api_key, timeout)
     if found.status in (401, 403):
         return False, (f"rejected the API key (HTTP {found.status}); fix: `hermes setup` or set "
                        "OPENAI_API_KEY")
@@ -95,7 +97,8 @@ def probe_models(base_url: str, api_key: Optional[str], timeout: float) -> tuple
 def check_provider(cfg: Any) -> tuple[Check, Any]:
     """What a run would use: the same resolution (and the same refusals) as `hermes` itself."""
     from agent.providers.models import settle
-    from hermes_core.config import ConfigError, resolve_provider
+    from hermes_core.config import ConfigError
+    from hermes_core.provider_settings import resolve_provider
 
     try:
         ps = resolve_provider(cfg)
@@ -107,7 +110,7 @@ def check_provider(cfg: Any) -> tuple[Check, Any]:
         return Check(OK, "provider", "none configured: the embedded local model is used "
                      "(`hermes setup` or OPENAI_BASE_URL/OPENAI_API_KEY for a real endpoint)"), ps
     timeout = float(os.environ.get("HERMES_DOCTOR_TIMEOUT", "5"))
-    ok, detail = probe_models(ps.base_url or "", ps.api_key, timeout)
+    ok, detail = probe_models(ps.base_url or "", ps.api_key, timeout, ps.provider)
     chosen = "" if ps.model else " (none configured: the one the endpoint serves)"
     try:
         ps = settle(ps)

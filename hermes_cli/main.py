@@ -40,7 +40,8 @@ def _add_agent_flags(p: argparse.ArgumentParser, sub: bool) -> None:
 # order is --help's
 COMMAND_MODULES = ("sessions", "memory_cmd", "skills_cmd", "cron_cmd", "store_cmd",
                    "checkpoints_cmd", "config_cmd", "setup", "doctor", "mcp_cmd", "plugins_cmd",
-                   "dashboard_cmd", "acp_cmd", "gateway_cmd", "pairing_cmd")
+                   "dashboard_cmd", "acp_cmd", "gateway_cmd", "pairing_cmd", "profile_cmd",
+                   "auth_cmd", "model_cmd")
 NO_DOTENV = ("sessions", "memory", "skills", "setup")  # they never read HERMES_HOME/.env
 QUIET_CONFIG = ("doctor", "gateway", "pairing")  # name unknown keys themselves (or not at all)
 
@@ -53,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="`hermes COMMAND --help` describes each command.")
     _add_agent_flags(p, sub=False)
     p.add_argument("--version", action=VersionAction)
+    p.add_argument("-p", "--profile", metavar="NAME",
+                   help="run in profile NAME (HERMES_HOME/profiles/NAME; also HERMES_PROFILE)")
     p.add_argument("-z", metavar="MSG", dest="oneshot_quiet",
                    help="answer one message; print only the final answer")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -135,6 +138,14 @@ def run_chat(args: argparse.Namespace) -> int:
 
 def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    from hermes_core import profiles
+
+    try:  # before anything reads HERMES_HOME: the profile decides where it is
+        flag, argv = profiles.take_flag(argv)
+        profiles.apply(flag)
+    except profiles.ProfileError as exc:
+        _error(str(exc))
+        return 2
     args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     import logging

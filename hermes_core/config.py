@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from hermes_core.exec_config import CheckpointsConfig, CodeExecutionConfig, TerminalConfig
 from hermes_core.gateway_config import GatewayConfig
+from hermes_core.provider_config import AuxModel, FallbackConfig, FallbackEntry, listify
 from hermes_core.web_config import BrowserConfig, VisionModel, WebConfig
 
 
@@ -48,6 +49,12 @@ class ModelConfig(_Section):
     temperature: Optional[float] = Field(default=None, ge=0)  # embedded model default: greedy
     timeout: Optional[float] = Field(default=None, gt=0)  # s without an answer (embedded: restart)
     tool_choice: Optional[Literal["auto", "required", "none"]] = None  # required: first reply calls
+    api_keys: list[str] = Field(default_factory=list)  # a key pool (issue 25), after api_key
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _keys(cls, v: Any) -> Any:
+        return listify(v)
 
 
 class CompressionConfig(_Section):
@@ -66,20 +73,17 @@ class CompressionConfig(_Section):
         return max(1, min(10, int(v)))
 
 
-class AuxModel(_Section):
-    model: Optional[str] = None
-    base_url: Optional[str] = None
-    api_key: Optional[str] = None
-
-
 class AuxiliaryConfig(_Section):
-    compression: AuxModel = Field(default_factory=AuxModel)
+    summary: AuxModel = Field(default_factory=AuxModel)  # compression's summaries (issue 25)
+    compression: AuxModel = Field(default_factory=AuxModel)  # the older name of summary
+    review: AuxModel = Field(default_factory=AuxModel)  # the background skill review
     vision: VisionModel = Field(default_factory=VisionModel)  # vision_analyze (issue 23)
 
 
 class AgentConfig(_Section):
     max_turns: int = Field(default=90, ge=1)
     save_trajectories: bool = False
+    reasoning_effort: Optional[str] = None  # Hermes' key; Anthropic: the thinking budget
 
 
 class MemoryConfig(_Section):
@@ -203,6 +207,9 @@ class HermesConfig(_Section):
     checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
     web: WebConfig = Field(default_factory=WebConfig)  # web_search, web_extract (issue 23)
     browser: BrowserConfig = Field(default_factory=BrowserConfig)  # browser_* tools (issue 23)
+    fallback_providers: list[FallbackEntry] = Field(default_factory=list)  # (issue 25)
+    fallback_model: Optional[FallbackEntry] = None  # Hermes' older single entry (one fallback)
+    fallback: FallbackConfig = Field(default_factory=FallbackConfig)
 
     @field_validator("timezone")
     @classmethod
@@ -217,6 +224,16 @@ class HermesConfig(_Section):
             raise ValueError(f"{v!r} is not a time zone; use an IANA name such as Europe/Paris, "
                              "America/New_York or UTC") from None
         return str(v).strip()
+
+
+def ensure_plugins() -> list:
+    """Load the plugins with config.yaml's lists, or the built-ins alone when it is junk (the
+    command reports that itself); for readers of registrations outside an agent."""
+    try:
+        cfg = load_config()
+    except ConfigError:
+        cfg = HermesConfig()
+    return load_plugins(cfg)
 
 
 def load_plugins(cfg: HermesConfig) -> list:
@@ -288,64 +305,3 @@ def load_config(path: Optional[Path] = None) -> HermesConfig:
     """Validated config; raises ConfigError with one clear line when the file is junk."""
     p = path or config_path()
     return parse_config(read_raw_config(p), str(p))
-
-
-class ProviderSettings(BaseModel):
-    provider: str
-    base_url: Optional[str]
-    api_key: Optional[str]
-    model: str  # "": none configured, the endpoint's list decides (agent.providers.models)
-    context_length: Optional[int] = None
-    model_path: Optional[str] = None
-    key_var: Optional[str] = None  # where this provider's key is read from (named in errors)
-
-
-def _provider_source(flag: Optional[str]) -> str:
-    if flag:
-        return "--provider"
-    if os.environ.get("HERMES_PROVIDER"):
-        return "HERMES_PROVIDER"
-    return "model.provider in config.yaml"
-
-
-def resolve_provider(
-    cfg: Optional[HermesConfig] = None,
-    *,
-    base_url: Optional[str] = None,
-    api_key: Optional[str] = None,
-    model: Optional[str] = None,
-    provider: Optional[str] = None,
-) -> ProviderSettings:
-    """Arguments > environment > config.yaml > defaults; nothing configured means the local model.
-
-    Raises ConfigError (nothing is sent) for an unknown provider name, a provider that needs a
-    base URL or a key and has none: the message names what to set (hermes_core.provider_table)."""
-    from hermes_core import provider_table as catalog
-
-    cfg = cfg or HermesConfig()
-    env = os.environ
-    m = cfg.model
-    name = provider or env.get("HERMES_PROVIDER") or m.provider
-    try:
-        info = catalog.lookup(name)
-    except catalog.UnknownProvider as exc:
-        known = catalog.UnknownProvider(exc.name, exc.hint, _provider_source(provider))
-        raise ConfigError(str(known)) from None
-    base_url = base_url or env.get("OPENAI_BASE_URL") or m.base_url
-    model = model or env.get("HERMES_MODEL") or m.default or getattr(m, "model", None) or ""
-    if info is None:
-        info = catalog.detect(base_url, api_key or m.api_key, env)
-    if info.name == "local":
-        return ProviderSettings(provider="local", base_url=None, api_key=None,
-                                model=model or catalog.LOCAL_MODEL,
-                                context_length=m.context_length, model_path=m.path)
-    base_url = base_url or info.base_url
-    if not base_url:
-        raise ConfigError(catalog.missing_url_message(info))
-    key = api_key or catalog.key_from_env(info, env) or m.api_key
-    if info.needs_key and not key:
-        raise ConfigError(catalog.missing_key_message(info))
-    return ProviderSettings(provider=info.name, base_url=base_url, api_key=key,
-                            model=model or info.default_model or "",
-                            context_length=m.context_length, model_path=m.path,
-                            key_var=info.key_var)

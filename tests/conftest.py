@@ -3,6 +3,7 @@
 - ``hermes_home`` (autouse): a fresh temp ``HERMES_HOME`` and an environment scrubbed of
   provider/gateway settings, so no test ever reads or writes the real ``~/.hermes``.
 - ``fake_provider``: a started ``tests.fake_provider.FakeProvider``, stopped afterwards.
+- ``fake_anthropic``: a started ``tests.fake_anthropic.FakeAnthropic`` (Messages API).
 - ``pg_cluster`` (session): a throwaway PostgreSQL cluster (``tests/postgres.py``), skipped when
   PostgreSQL is not installed unless ``HERMES_REQUIRE_POSTGRES=1``; ``pg_url`` a fresh migrated
   database per test; ``store`` a SessionDB parametrised over ``sqlite`` and ``postgresql``: the
@@ -32,6 +33,12 @@ _CLEARED_VARS = (
     "HERMES_PROVIDER",
     "GATEWAY_ALLOWED_USERS",
     "HERMES_DATABASE_URL",
+    "HERMES_PROFILE",
+    "HERMES_PROFILE_ROOT",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEYS",
+    "ANTHROPIC_API_KEYS",
 )
 _CLEARED_PREFIXES = ("API_SERVER_", "TELEGRAM_")
 
@@ -142,6 +149,18 @@ def store(store_url, tmp_path: Path):
         yield db
     finally:
         db.close()
+
+
+@pytest.fixture
+def fake_anthropic():
+    """A started ``tests.fake_anthropic.FakeAnthropic`` (the Messages API), stopped afterwards."""
+    from tests.fake_anthropic import FakeAnthropic
+
+    fa = FakeAnthropic().start()
+    try:
+        yield fa
+    finally:
+        fa.stop()
 
 
 @pytest.fixture

@@ -12,7 +12,8 @@ import pytest
 import run_agent
 from agent.callbacks import AgentHooks, StatusKind
 from agent.factory import AgentSpec, ProviderChoice, build_agent
-from hermes_core.config import HermesConfig, resolve_provider
+from hermes_core.config import HermesConfig
+from hermes_core.provider_settings import resolve_provider
 from tests.fake_provider import server_error, text
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,7 +5,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from hermes_core.config import ConfigError, load_config, parse_config, resolve_provider
+from hermes_core.config import ConfigError, load_config, parse_config
+from hermes_core.provider_settings import resolve_provider
 from agent.error_classifier import ErrorKind, classify_error, parse_context_limit
 from hermes_core.retry import jittered_backoff
 from hermes_core.tokens import (IMAGE_TOKENS, estimate_messages_tokens_rough, estimate_request_tokens_rough,

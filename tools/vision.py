@@ -40,7 +40,7 @@ def _config(ctx: Optional[ToolContext]) -> Any:
 
 def vision_target(ctx: Optional[ToolContext]) -> VisionTarget:
     """Where vision questions go: auxiliary.vision, else the agent's own provider and model."""
-    from hermes_core.config import resolve_provider
+    from hermes_core.provider_settings import resolve_provider
 
     cfg = _config(ctx)
     v = cfg.auxiliary.vision

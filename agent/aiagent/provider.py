@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from agent import plugin_hooks
 from agent.callbacks import StatusKind
 from agent.conversation_loop import Interrupted
-from agent.providers.client_pool import ClientPool, pool_for
+from agent.providers.client_pool import ClientPool
+from agent.providers.clients import make_client, pool_of
 from agent.providers.openai_compat import ModelReply, make_openai_client, request_chat
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -32,6 +33,8 @@ class ProviderMixin:
     session_prompt_tokens: int
     session_completion_tokens: int
     session_api_calls: int
+    session_cache_read_tokens: int
+    _provider_settings: Any
     _recorder: SessionRecorder
     _model_path: Optional[str]
     _context_length_pinned: bool
@@ -71,7 +74,13 @@ class ProviderMixin:
                                  temperature=m.temperature, timeout=m.timeout)
             self._raw_body = False
             return client
-        return make_openai_client(self._openai(), self.base_url, self.api_key)
+        return make_client(self._active_settings())
+
+    def _active_settings(self) -> Any:
+        """The provider settings of the next request (model and key as they are now): the wire
+        and plugin come from ``resolve_provider`` (issue 25)."""
+        return self._provider_settings.model_copy(update={
+            "model": self.model, "api_key": self.api_key, "base_url": self.base_url})
 
     def call_model_api(self, api_messages: list[dict], state: TurnState) -> ModelReply:
         """One request on this thread; ``interrupt()`` aborts it by closing the client's
@@ -85,7 +94,7 @@ class ProviderMixin:
             raise Interrupted()
         pool: Optional[ClientPool] = None
         if self._client is None and not local:
-            pool = pool_for(self._openai(), self.base_url, self.api_key)
+            pool = pool_of(self._active_settings())
         client = pool.borrow() if pool is not None else self.client
         self._inflight = client if (pool is not None or self._owns_client) else None
         try:
@@ -177,6 +186,10 @@ class ProviderMixin:
                 update(reply.prompt_tokens)
             else:
                 self.context_compressor.last_prompt_tokens = reply.prompt_tokens
+        if reply.cached_tokens:
+            extras = state.extras
+            extras["cache_read_tokens"] = extras.get("cache_read_tokens", 0) + reply.cached_tokens
+            self.session_cache_read_tokens += reply.cached_tokens
         if reply.completion_tokens:
             state.completion_tokens += reply.completion_tokens
             self.session_completion_tokens += reply.completion_tokens

@@ -139,6 +139,7 @@ class SessionMixin:
         self.usage_baseline = None
         self.compactions = 0
         self.session_prompt_tokens = self.session_completion_tokens = self.session_api_calls = 0
+        self.session_cache_read_tokens = 0
         return self.session_id
 
     def undo_last_turn(self) -> Optional[str]:

@@ -76,14 +76,20 @@ _POOLS: dict[tuple[Any, ...], ClientPool] = {}
 _POOLS_LOCK = threading.Lock()
 
 
-def pool_for(openai_cls: Any, base_url: Any, api_key: Any) -> ClientPool:
-    """The process's pool for one endpoint and key (and SDK class: tests patch it)."""
-    key = (openai_cls, base_url, api_key)
+def keyed_pool(key: tuple[Any, ...], make: Callable[[], Any]) -> ClientPool:
+    """The process's pool under ``key`` (a provider's name, endpoint, key...); ``make`` builds a
+    client when none is idle."""
     with _POOLS_LOCK:
         pool = _POOLS.get(key)
         if pool is None:
-            from agent.providers.openai_compat import make_openai_client
-
-            pool = _POOLS[key] = ClientPool(
-                lambda: make_openai_client(openai_cls, base_url, api_key))
+            pool = _POOLS[key] = ClientPool(make)
         return pool
+
+
+def pool_for(openai_cls: Any, base_url: Any, api_key: Any) -> ClientPool:
+    """The process's pool for one OpenAI-compatible endpoint and key (and SDK class: tests
+    patch it)."""
+    from agent.providers.openai_compat import make_openai_client
+
+    return keyed_pool((openai_cls, base_url, api_key),
+                      lambda: make_openai_client(openai_cls, base_url, api_key))

@@ -23,6 +23,7 @@ class ModelReply:
     completion_tokens: Optional[int] = None
     model: Optional[str] = None
     reasoning: Optional[str] = None
+    cached_tokens: Optional[int] = None  # prompt tokens read from the provider's prompt cache
 
     def as_message(self) -> dict:
         msg: dict[str, Any] = {"role": "assistant", "content": self.content}
@@ -50,6 +51,13 @@ def _usage(resp: Any) -> tuple[Optional[int], Optional[int]]:
         return None, None
     p, c = _get(usage, "prompt_tokens"), _get(usage, "completion_tokens")
     return (p if isinstance(p, int) else None, c if isinstance(c, int) else None)
+
+
+def _cached(resp: Any) -> Optional[int]:
+    """Prompt tokens the provider read from its cache (OpenAI's ``prompt_tokens_details``)."""
+    details = _get(_get(resp, "usage"), "prompt_tokens_details")
+    value = _get(details, "cached_tokens") if details is not None else None
+    return value if isinstance(value, int) else None
 
 
 def _tool_call_dict(tc: Any, index: int) -> dict:
@@ -81,7 +89,8 @@ def parse_completion(resp: Any) -> ModelReply:
     model = _get(resp, "model")
     return ModelReply(content=content, tool_calls=calls, finish_reason=_get(choice, "finish_reason"),
                       prompt_tokens=p, completion_tokens=c, model=model if isinstance(model, str) else None,
-                      reasoning=reasoning if isinstance(reasoning, str) else None)
+                      reasoning=reasoning if isinstance(reasoning, str) else None,
+                      cached_tokens=_cached(resp))
 
 
 def consume_stream(stream: Any, on_delta: Optional[Callable[[str], None]],
@@ -91,7 +100,7 @@ def consume_stream(stream: Any, on_delta: Optional[Callable[[str], None]],
     thoughts: list[str] = []  # reasoning_content deltas (providers that stream their reasoning)
     calls: dict[int, dict] = {}
     finish = None
-    p = c = None
+    p = c = cached = None
     model = None
     try:
         for chunk in stream:
@@ -99,7 +108,7 @@ def consume_stream(stream: Any, on_delta: Optional[Callable[[str], None]],
                 raise StreamInterrupted()
             cp, cc = _usage(chunk)
             if cp is not None:
-                p, c = cp, cc
+                p, c, cached = cp, cc, _cached(chunk)
             model = model or _get(chunk, "model")
             for choice in _get(chunk, "choices") or []:
                 delta = _get(choice, "delta")
@@ -142,7 +151,7 @@ def consume_stream(stream: Any, on_delta: Optional[Callable[[str], None]],
     return ModelReply(content="".join(parts) if parts else None, tool_calls=tool_calls,
                       finish_reason=finish, prompt_tokens=p, completion_tokens=c,
                       model=model if isinstance(model, str) else None,
-                      reasoning="".join(thoughts) or None)
+                      reasoning="".join(thoughts) or None, cached_tokens=cached)
 
 
 def request_chat(client: Any, *, model: str, messages: list[dict], tools: Optional[list[dict]],

@@ -86,7 +86,8 @@ def test_a_404_for_the_model_hints_at_the_name_and_the_v1_suffix(fake_provider):
 
 
 def test_the_table_is_one_place():
-    assert set(catalog.PROVIDERS) == {"local", "custom", "openai", "openrouter"}
+    assert set(catalog.PROVIDERS) == {"local", "custom", "openai", "openrouter", "anthropic"}
+    assert catalog.lookup("claude").name == "anthropic"  # a plugin's own alias
     assert catalog.lookup("auto") is None and catalog.lookup("Ollama").name == "custom"
     assert catalog.PROVIDERS["openrouter"].key_var == "OPENROUTER_API_KEY"
     assert catalog.PROVIDERS["openai"].needs_key and not catalog.PROVIDERS["custom"].needs_key
@@ -95,3 +96,4 @@ def test_the_table_is_one_place():
     assert catalog.detect(None, None, {"OPENROUTER_API_KEY": "k"}).name == "openrouter"
     assert catalog.detect(None, None, {}).name == "local"
     assert catalog.detect("http://x/v1", None, {}).name == "custom"
+    assert catalog.detect(None, None, {"ANTHROPIC_API_KEY": "k"}).name == "anthropic"

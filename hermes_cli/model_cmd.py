@@ -1,0 +1,64 @@
+"""`hermes model [NAME]`: the endpoint's models, and the one to use saved (issue 25).
+
+Without NAME: the list of the configured provider's endpoint (`--provider`, `--base-url` pick
+another), `*` on the current model; at a terminal, a number picks one. With NAME (or a pick):
+``model.default`` is written to config.yaml, plus ``model.provider`` when --provider was given.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Optional
+
+from hermes_core.config import ConfigError
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("model", help="list the endpoint's models; `hermes model NAME` saves one")
+    p.add_argument("name", nargs="?", metavar="NAME", help="the model to use from now on")
+    p.set_defaults(func=run)
+
+
+def _save(name: str, provider: Optional[str]) -> list[str]:
+    from hermes_core.config_edit import set_key
+
+    lines = [set_key("model.default", name)]
+    if provider:
+        lines.append(set_key("model.provider", provider))
+    return lines
+
+
+def _pick(ids: list[str]) -> Optional[str]:
+    answer = input("Number or name (Enter keeps the current one): ").strip()
+    if not answer:
+        return None
+    if answer.isdigit() and 1 <= int(answer) <= len(ids):
+        return ids[int(answer) - 1]
+    return answer
+
+
+def run(args: argparse.Namespace) -> int:
+    from agent.providers import model_choice
+    from hermes_cli.agent_factory import provider_settings
+    from hermes_core.config import load_config
+
+    ps = provider_settings(args, load_config())
+    found = None if args.name and ps.provider == "local" else model_choice.endpoint_models(ps)
+    name = args.name
+    if not name:
+        for line in model_choice.list_lines(found, ps.model):
+            sys.stdout.write(line + "\n")
+        if found is None or not found.ids or not sys.stdin.isatty():
+            return 0 if found is None or found.ids else 1
+        name = _pick(found.ids)
+        if name is None:
+            return 0
+    elif found is not None and found.ids and name not in found.ids:
+        sys.stderr.write(f"hermes: warning: {found.url} does not list {name}; saved anyway\n")
+    try:
+        for line in _save(name, getattr(args, "provider", None)):
+            sys.stdout.write(line + "\n")
+    except ConfigError as exc:
+        sys.stderr.write(f"hermes: error: {exc}\n")
+        return 2
+    return 0
