@@ -135,6 +135,9 @@ class GatewayRunner:
         self.accepting = True
         for adapter in self.adapters.values():
             adapter.set_message_handler(self.handle_event)
+            if hasattr(adapter, "set_access_check"):
+                adapter.set_access_check(
+                    lambda user, name=adapter.name: self.access.is_allowed(name, user))
         delivery.install_live(self.adapters, asyncio.get_running_loop())  # send_message, cron
         await self.platforms.start()
 

@@ -62,9 +62,19 @@ class PlatformAdapter(abc.ABC):
 
     def __init__(self) -> None:
         self._handler: Optional[MessageHandler] = None
+        self._allowed: Callable[[str], bool] = lambda _user: False
 
     def set_message_handler(self, handler: MessageHandler) -> None:
         self._handler = handler
+
+    def set_access_check(self, allowed: Callable[[str], bool]) -> None:
+        """The gateway's access rule for this platform's users (``AccessControl.is_allowed``),
+        for decisions an adapter takes before any message (accepting a Matrix invite). Blocking:
+        call it through ``asyncio.to_thread``."""
+        self._allowed = allowed
+
+    def user_allowed(self, user_id: str) -> bool:
+        return self._allowed(user_id)
 
     async def dispatch(self, event: MessageEvent) -> None:
         """Hand an incoming message to the runner; adapters call this, the runner must return fast."""

@@ -142,10 +142,6 @@ class Synapse:
         with urllib.request.urlopen(self.url + "/_synapse/admin/v1/register", timeout=30) as resp:
             nonce = json.loads(resp.read())["nonce"]
         mac = hmac.new(SECRET.encode(), digestmod=hashlib.sha1)
-        for part in (nonce, user, password, "admin" if admin else "notadmin"):
-            mac.update(part.encode() + b"\x00")
-        digest = mac.hexdigest()  # the last NUL is not part of the MAC
-        mac = hmac.new(SECRET.encode(), digestmod=hashlib.sha1)
         mac.update(b"\x00".join(p.encode() for p in (nonce, user, password,
                                                        "admin" if admin else "notadmin")))
         digest = mac.hexdigest()
