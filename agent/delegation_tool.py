@@ -112,7 +112,7 @@ def parse_tasks(args: dict, limit: int) -> list:
 
 def cut_answer(text: str, limit: int) -> tuple[str, bool]:
     """(text, was_cut): head and tail kept within ``limit`` characters."""
-    from tools.terminal import cap_output
+    from tools.shell import cap_output
 
     return (text, False) if len(text) <= limit else (cap_output(text, limit), True)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from tools import sandbox
-from tools.backends import Spawn
+from tools.backends.base import Spawn
 from tools.registry import ToolError
 
 UNSANDBOXED_SUFFIX = "   # again, without the sandbox"
@@ -35,7 +35,7 @@ class LocalBackend:
         return str(ctx.cwd)
 
     def run(self, command: str, ctx: Any, timeout: Optional[int], workdir: Optional[str]) -> dict:
-        from tools.terminal import command_env, command_limit, resolve_workdir, run_argv
+        from tools.shell import command_env, command_limit, resolve_workdir, run_argv
 
         cwd = resolve_workdir(ctx, workdir)
         limit, env = command_limit(ctx, timeout), command_env(ctx)
@@ -56,7 +56,7 @@ class LocalBackend:
         return again
 
     def spawn(self, command: str, ctx: Any, workdir: Optional[str]) -> Spawn:
-        from tools.terminal import command_env, resolve_workdir
+        from tools.shell import command_env, resolve_workdir
 
         cwd = resolve_workdir(ctx, workdir)
         argv, policy = wrapped(["bash", "-c", command], ctx, cwd)

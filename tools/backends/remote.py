@@ -15,7 +15,8 @@ import subprocess
 import threading
 from typing import Any, Optional
 
-from tools.backends import Spawn, remote_script
+from tools.backends import remote_script
+from tools.backends.base import Spawn
 from tools.registry import ToolError
 
 log = logging.getLogger("hermes.backends")
@@ -76,7 +77,7 @@ class RemoteBackend:
         return str(self._home)
 
     def run(self, command: str, ctx: Any, timeout: Optional[int], workdir: Optional[str]) -> dict:
-        from tools.terminal import command_env, command_limit, run_argv
+        from tools.shell import command_env, command_limit, run_argv
 
         self.start()
         token = secrets.token_hex(8)
@@ -95,7 +96,7 @@ class RemoteBackend:
         return result
 
     def spawn(self, command: str, ctx: Any, workdir: Optional[str]) -> Spawn:
-        from tools.terminal import command_env
+        from tools.shell import command_env
 
         self.start()
         token = secrets.token_hex(8)

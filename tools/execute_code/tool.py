@@ -111,7 +111,7 @@ def execute_code(args: dict, ctx: ToolContext) -> str:
     """Tool handler."""
     from tools.backends.local import wrapped
     from tools.checkpoints.hook import before_command
-    from tools.terminal import command_env, run_argv
+    from tools.shell import command_env, run_argv
 
     code = args["code"]
     if not code.strip():

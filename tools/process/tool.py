@@ -10,10 +10,10 @@ from __future__ import annotations
 import functools
 import json
 import shutil
-from pathlib import Path
 from typing import Any
 
 from tools.process.manager import MANAGER, POLL_BYTES, ProcessError
+from tools.process.start import folder_for, session_of, start_background  # noqa: F401
 from tools.registry import ToolContext, ToolError, ToolSpec
 
 MAX_WAIT = 600
@@ -35,34 +35,6 @@ SCHEMA = {
 }
 
 
-def _session(ctx: ToolContext) -> str:
-    return str(ctx.session_id or "none")
-
-
-def folder_for(session: str) -> Path:
-    """Where a session's process output files live."""
-    from hermes_core.config import hermes_home
-
-    return hermes_home() / "sessions" / session / "processes"
-
-
-def start_background(command: str, ctx: ToolContext, workdir: str | None) -> str:
-    """Start an approved command in the background (the terminal calls this after its checks)."""
-    from tools.backends import backend_for
-
-    spawn = backend_for(ctx).spawn(command, ctx, workdir)
-    limit = int(getattr(getattr(ctx.config, "terminal", None), "max_processes", 16) or 16)
-    try:
-        proc = MANAGER.start(_session(ctx), command, spawn, folder_for(_session(ctx)), limit)
-    except ProcessError as exc:
-        raise ToolError(str(exc)) from None
-    out: dict[str, Any] = {"id": proc.id, "pid": proc.pid, "status": "running",
-                           "next": f"process(action='poll', id='{proc.id}')"}
-    if proc.notes:
-        out["note"] = "; ".join(proc.notes)
-    return json.dumps(out, ensure_ascii=False)
-
-
 def process(args: dict, ctx: ToolContext) -> str:
     """Tool handler."""
     action = args["action"]
@@ -70,10 +42,10 @@ def process(args: dict, ctx: ToolContext) -> str:
         if action == "start":
             return _start(args, ctx)
         if action == "list":
-            views = [p.view() for p in MANAGER.list(_session(ctx))]
+            views = [p.view() for p in MANAGER.list(session_of(ctx))]
             return json.dumps({"processes": views} if views else
                               {"processes": [], "note": "no background processes in this session"})
-        proc = MANAGER.get(_session(ctx), args.get("id") or "")
+        proc = MANAGER.get(session_of(ctx), args.get("id") or "")
         if action == "poll":
             return json.dumps(MANAGER.read_output(proc, args.get("offset")), ensure_ascii=False)
         if action == "wait":
