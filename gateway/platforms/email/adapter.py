@@ -126,8 +126,7 @@ class EmailAdapter(PlatformAdapter):
                 await asyncio.sleep(delay)
             finally:
                 if client is not None:
-                    with contextlib.suppress(Exception):
-                        await asyncio.wait_for(client.logout(), 2)
+                    await self._close(client)
 
     async def _wait_for_mail(self, client: Any, lost: asyncio.Event) -> None:
         if not client.has_capability("IDLE"):
@@ -137,13 +136,31 @@ class EmailAdapter(PlatformAdapter):
         idle = await client.idle_start(timeout=self.idle_timeout)
         push = asyncio.ensure_future(client.wait_server_push(self.idle_timeout + 5))
         gone = asyncio.ensure_future(lost.wait())
-        await asyncio.wait({push, gone}, return_when=asyncio.FIRST_COMPLETED)
-        for task in (push, gone):
-            task.cancel()
+        try:
+            await asyncio.wait({push, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:  # a stop cancels us here: nothing of this IDLE may stay pending
+            for task in (push, gone):
+                task.cancel()
+            if not self._receiving:
+                idle.cancel()
         if lost.is_set():
+            idle.cancel()
             raise ConnectionError("the IMAP connection was lost")
         client.idle_done()
         await asyncio.wait_for(idle, 30)
+
+    async def _close(self, client: Any) -> None:
+        """Log out while running; when stopping, drop the connection at once (the server
+        keeps nothing for a reader, so a polite LOGOUT only delays the gateway's stop)."""
+        if self._receiving:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(client.logout(), 2)
+            return
+        for task in list(getattr(client, "tasks", ())):
+            task.cancel()
+        transport = getattr(client.protocol, "transport", None)
+        if transport is not None:
+            transport.close()
 
     async def _fetch_unseen(self, client: Any) -> None:
         resp = await client.uid_search("UNSEEN")
@@ -196,7 +213,8 @@ class EmailAdapter(PlatformAdapter):
         if sent is None:
             return None
         if thread:
-            thread.update(last=msg["Message-ID"], refs=[*thread.get("refs", []), msg["Message-ID"]][-20:])
+            sent_id = msg["Message-ID"]
+            thread.update(last=sent_id, refs=[*thread.get("refs", []), sent_id][-20:])
             self._save()
         return str(msg["Message-ID"])
 

@@ -79,7 +79,8 @@ def _attachments(msg: EmailMessage) -> list[Attachment]:
     out: list[Attachment] = []
     for part in msg.iter_attachments():
         mime = part.get_content_type()
-        kind = "image" if mime.startswith("image/") else "voice" if mime.startswith("audio/") else "file"
+        kind = ("image" if mime.startswith("image/")
+                else "voice" if mime.startswith("audio/") else "file")
         name = part.get_filename() or f"attachment.{mime.split('/')[-1]}"
         data = part.get_payload(decode=True) or b""
         if len(data) > MAX_ATTACHMENT_BYTES:
@@ -120,4 +121,5 @@ def parse(raw: bytes, own_address: str) -> Incoming:
 def mentions(text: str, own_address: str, name: str) -> bool:
     """A mail the bot was only copied on is for it when it names the bot."""
     low = text.lower()
-    return own_address.lower() in low or bool(name and re.search(rf"\b{re.escape(name.lower())}\b", low))
+    named = bool(name) and re.search(rf"\b{re.escape(name.lower())}\b", low) is not None
+    return own_address.lower() in low or named

@@ -24,7 +24,8 @@ class FakeSTT:
     async def _transcribe(self, request: web.Request) -> web.Response:
         form = await request.post()
         upload = form.get("file")
-        self.received.append({"model": form.get("model"), "auth": request.headers.get("Authorization"),
+        self.received.append({"model": form.get("model"),
+                              "auth": request.headers.get("Authorization"),
                               "name": getattr(upload, "filename", None),
                               "data": upload.file.read() if upload is not None else b""})
         return web.json_response({"text": self.transcript})

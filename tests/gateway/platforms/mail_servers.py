@@ -142,8 +142,8 @@ service imap-login {{
 class SMTPSink:
     """aiosmtpd on a loopback port; ``messages`` are the parsed emails it received."""
 
-    def __init__(self, login: tuple[str, str] = ("", "")) -> None:
-        self.login = login  # the one account AUTH accepts (no TLS on loopback)
+    def __init__(self) -> None:
+        self.accounts: dict[str, str] = {}  # the logins AUTH accepts (no TLS on loopback)
         self.messages: list[Any] = []
         self.port = free_port()
         self._controller: Any = None
@@ -159,8 +159,9 @@ class SMTPSink:
                       data: Any) -> Any:
         from aiosmtpd.smtp import AuthResult
 
-        login = getattr(data, "login", b"").decode(), getattr(data, "password", b"").decode()
-        return AuthResult(success=login == self.login)
+        login = getattr(data, "login", b"").decode()
+        password = getattr(data, "password", b"").decode()
+        return AuthResult(success=login in self.accounts and self.accounts[login] == password)
 
     def start(self) -> "SMTPSink":
         from aiosmtpd.controller import Controller

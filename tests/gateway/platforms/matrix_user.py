@@ -33,11 +33,13 @@ class MatrixUser:
         self.call("POST", f"/_matrix/client/v3/join/{_q(room)}", {})
 
     def members(self, room: str) -> list[str]:
-        return list(self.call("GET", f"/_matrix/client/v3/rooms/{_q(room)}/joined_members")["joined"])
+        path = f"/_matrix/client/v3/rooms/{_q(room)}/joined_members"
+        return list(self.call("GET", path)["joined"])
 
     def send(self, room: str, content: dict[str, Any]) -> str:
         self._txn += 1
-        path = f"/_matrix/client/v3/rooms/{_q(room)}/send/m.room.message/t{time.time_ns()}{self._txn}"
+        txn = f"t{time.time_ns()}{self._txn}"
+        path = f"/_matrix/client/v3/rooms/{_q(room)}/send/m.room.message/{txn}"
         return str(self.call("PUT", path, content)["event_id"])
 
     def say(self, room: str, text: str, **extra: Any) -> str:

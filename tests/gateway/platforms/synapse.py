@@ -57,7 +57,8 @@ def _config(root: Path, port: int) -> dict[str, Any]:
         "log_config": str(root / "log.yaml"), "media_store_path": str(root / "media"),
         "signing_key_path": str(root / "signing.key"), "registration_shared_secret": SECRET,
         "report_stats": False, "macaroon_secret_key": "hermes-test-macaroon",
-        "form_secret": "hermes-test-form", "trusted_key_servers": [], "federation_domain_whitelist": [],
+        "form_secret": "hermes-test-form", "trusted_key_servers": [],
+        "federation_domain_whitelist": [],
         "suppress_key_server_warning": True, "enable_metrics": False,
         "presence": {"enabled": False}, "url_preview_enabled": False,
         "max_upload_size": "10M", "enable_media_repo": True,
@@ -66,7 +67,8 @@ def _config(root: Path, port: int) -> dict[str, Any]:
 
 
 def _log_config(path: Path) -> dict[str, Any]:
-    return {"version": 1, "formatters": {"f": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    fmt = "%(asctime)s %(levelname)s %(name)s %(message)s"
+    return {"version": 1, "formatters": {"f": {"format": fmt}},
             "handlers": {"file": {"class": "logging.FileHandler", "filename": str(path),
                                   "formatter": "f"}},
             "root": {"level": "WARNING", "handlers": ["file"]}, "disable_existing_loggers": False}
@@ -132,8 +134,8 @@ class Synapse:
         headers = {"Content-Type": "application/json"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), headers=headers,
-                                     method="POST")
+        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(),
+                                     headers=headers, method="POST")
         with urllib.request.urlopen(req, timeout=30) as resp:
             return json.loads(resp.read())
 
