@@ -480,14 +480,17 @@ class GatewayRunner:
                conversation_history: Optional[list[dict[str, Any]]] = None,
                stream_callback: Optional[Callable[[str], None]] = None,
                tool_progress_callback: Optional[Callable[[dict[str, Any]], None]] = None,
-               approval_callback: Optional[Callable[[str, str], str]] = None) -> TurnHandle:
+               approval_callback: Optional[Callable[[str, str], str]] = None,
+               origin: Optional[dict[str, Any]] = None) -> TurnHandle:
         """Accept a turn (it is queued behind the session's running turn) and return its handle.
         A throwaway turn (``key`` None) runs on a private in-memory store: nothing of it is saved.
         ``approval_callback`` answers the turn's approval questions (none: they are denied).
+        ``origin`` (``{platform, chat_id, user_id}``) makes the turn act for that user, not the
+        owner (a webhook's turn reaches only its own data).
         Raises ``TurnLimitReached`` when the process already holds its limit of turns."""
         self.capacity.admit()
         req = TurnRequest(text, key, None, system_message, conversation_history, stream_callback,
-                          tool_progress_callback, approval_callback=approval_callback)
+                          tool_progress_callback, approval_callback=approval_callback, origin=origin)
         if key is None:
             task = self.spawn(self._stateless(req, platform), None)
         else:
