@@ -42,6 +42,11 @@ def install_live(adapters: dict[str, Any], loop: asyncio.AbstractEventLoop) -> N
     _LIVE.update(adapters=adapters, loop=loop)
 
 
+def running_platforms() -> list[str]:
+    """The platforms this process's gateway is serving (none outside a gateway)."""
+    return sorted(_LIVE.get("adapters") or ())
+
+
 def uninstall_live(adapters: dict[str, Any]) -> None:
     if _LIVE.get("adapters") is adapters:
         _LIVE.clear()

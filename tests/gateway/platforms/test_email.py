@@ -163,3 +163,19 @@ def test_mail_that_arrives_while_imap_is_down_is_answered(mail, provider_env, se
     imap.start()
     assert [body_of(m) for m in alice.received(2)] == ["first answer", "second answer"]
     assert len(provider_env.requests) == 2
+
+
+def test_send_message_mails_a_file_into_the_thread(mail, provider_env):
+    _gw, alice, _eve = mail
+    provider_env.queue(
+        tool_calls([("write_file", {"path": "notes.md", "content": "# Notes\n"})]),
+        tool_calls([("send_message", {"target": "origin", "text": "Your notes.",
+                                      "files": ["notes.md"]})]),
+        text("Sent them separately."))
+    first = alice.write("mail me my notes", subject="Notes")
+    sent, answer = alice.received(2)
+    assert body_of(sent) == "Your notes." and sent["In-Reply-To"] == first
+    assert {p.get_filename(): p.get_content() for p in sent.iter_attachments()} == {
+        "notes.md": "# Notes\n"}
+    assert body_of(answer) == "Sent them separately."
+    assert answer["References"].split()[0] == first
