@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import email
 import email.policy
+import grp
 import os
 import pwd
 import shutil
@@ -20,14 +21,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 DOVECOT = "/usr/sbin/dovecot"
-MAIL_USER = "nobody"  # Dovecot never serves mail as root; the Maildirs belong to this account
+MAIL_USER = "nobody"  # as root, Dovecot serves mail as this account; else as the test's user
 
 
 def dovecot_missing() -> Optional[str]:
     if not os.path.exists(DOVECOT):
         return "Dovecot is not installed (apt-get install dovecot-imapd)"
-    if os.geteuid() != 0:
-        return "Dovecot's test instance needs root (it drops to its own users)"
     return None
 
 
@@ -43,8 +42,8 @@ class Dovecot:
         os.chmod(self.root, 0o755)
         self.port = free_port()
         self.proc: Optional[subprocess.Popen[bytes]] = None
-        who = pwd.getpwnam(MAIL_USER)
-        self.uid, self.gid = who.pw_uid, who.pw_gid
+        who = pwd.getpwnam(MAIL_USER) if os.geteuid() == 0 else pwd.getpwuid(os.geteuid())
+        self.uid, self.gid, self.user = who.pw_uid, who.pw_gid, who.pw_name
         (self.root / "users").write_text("")
         (self.root / "home").mkdir()
         os.chown(self.root / "home", self.uid, self.gid)
@@ -62,7 +61,7 @@ ssl = no
 disable_plaintext_auth = no
 auth_mechanisms = plain login
 first_valid_uid = {self.uid}
-mail_location = maildir:~/Maildir
+{self._own_users()}mail_location = maildir:~/Maildir
 passdb {{
   driver = passwd-file
   args = scheme=PLAIN username_format=%u {r}/users
@@ -87,6 +86,14 @@ service imap-login {{
   chroot =
 }}
 """
+
+    def _own_users(self) -> str:
+        """Not root: every Dovecot process runs as the test's user (no chroot, no drops)."""
+        if os.geteuid() == 0:
+            return ""
+        group = grp.getgrgid(self.gid).gr_name
+        return (f"default_internal_user = {self.user}\ndefault_internal_group = {group}\n"
+                f"default_login_user = {self.user}\n")
 
     def add_user(self, address: str, password: str) -> None:
         with open(self.root / "users", "a", encoding="utf-8") as fh:
