@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import logging
 import os
 import threading
@@ -69,9 +70,8 @@ class Session:
         self._updates: "asyncio.Queue[Optional[Any]]" = asyncio.Queue()
         self._last_tool: Optional[tuple[str, str, Any]] = None
         self._sender: Optional[asyncio.Task[None]] = None
-        agent.tool_progress_callback = self._on_tool
-        agent.reasoning_callback = self._on_thought
-        agent.approval_callback = self._ask
+        agent.hooks = dataclasses.replace(agent.hooks, tool_progress=self._on_tool,
+                                          reasoning=self._on_thought, approval=self._ask)
         if fs is not None and (fs.read_text_file or fs.write_text_file):
             agent.file_io = EditorFiles(self, bool(fs.read_text_file), bool(fs.write_text_file))
 

@@ -1,4 +1,5 @@
-"""Context files (SPEC §9): the persona (SOUL.md), the global AGENTS.md, and one kind of project file.
+"""Context files (SPEC §9): the persona (SOUL.md), the global AGENTS.md, and one kind of project
+file.
 
 Project context, first kind found wins: ``.hermes.md``/``HERMES.md`` (from the working directory up
 to the git root), then ``AGENTS.md``, then ``CLAUDE.md``, then ``.cursorrules`` +
@@ -151,6 +152,6 @@ def held_back_notices(files: list[ContextFile]) -> list[str]:
                 key = (str(f.path), line, why)
                 if key not in _told:
                     _told.add(key)
-                    out.append(f"{f.path} line {line} was held back from the prompt: it looks like {why}. "
-                               f"Check that file if you did not write it.")
+                    out.append(f"{f.path} line {line} was held back from the prompt: it looks "
+                               f"like {why}. Check that file if you did not write it.")
     return out

@@ -1,8 +1,9 @@
-"""The turn loop: call the model, run tools, and the compression gates and error paths (SPEC §2, §6).
+"""The turn loop: call the model, run tools, and the compression gates and error paths
+(SPEC §2, §6). It drives its host through ``agent.host.TurnHost`` only.
 
-``estimate_request_tokens_rough`` and ``estimate_messages_tokens_rough`` are looked up through this
-module's globals at call time (the seed test patches them here); ``jittered_backoff`` through
-``run_agent``.
+``estimate_request_tokens_rough`` and ``estimate_messages_tokens_rough`` are looked up through
+this module's globals at call time (the seed test patches them here); ``jittered_backoff``
+through ``run_agent``.
 """
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import logging
 from typing import Any, Optional, Union
 
 from agent import results
+from agent.callbacks import StatusKind
 from agent.conversation_compression import compression_skipped_due_to_lock, made_progress
 from agent.error_classifier import ClassifiedError, ErrorKind, classify_error
 from agent.provider_failures import describe
 from agent.providers.openai_compat import ModelReply, StreamInterrupted
+from agent.host import TurnHost
 from agent.request_view import message_cap, request_messages
 from hermes_core.tokens import (PER_MESSAGE_OVERHEAD, estimate_message_tokens,
                                 estimate_messages_tokens_rough, estimate_request_tokens_rough,
@@ -30,7 +33,7 @@ class Interrupted(Exception):
     """The user asked the running turn to stop."""
 
 
-def _request_view(agent: Any, state: TurnState, cut: bool) -> list[dict]:
+def _request_view(agent: TurnHost, state: TurnState, cut: bool) -> list[dict]:
     """The history as the model gets it (agent.request_view): messages too big for the window cut
     for the model (the store keeps them whole), placeholders between two user messages in a row.
     A message bigger than its share of the window is told to the user, once a turn; cutting the
@@ -50,9 +53,10 @@ def _request_view(agent: Any, state: TurnState, cut: bool) -> list[dict]:
     if over and not state.extras.get("cut_noted"):
         state.extras["cut_noted"] = True
         many = len(over) > 1
-        agent._emit_status("warning", f"{len(over)} message{'s are' if many else ' is'} too big "
-                           f"for the model's ~{window:,}-token window: it sees the beginning and "
-                           "the end, and the whole text stays in the session store.")
+        agent.emit_status(StatusKind.WARNING,
+                          f"{len(over)} message{'s are' if many else ' is'} too big for the "
+                          f"model's ~{window:,}-token window: it sees the beginning and the "
+                          "end, and the whole text stays in the session store.")
     return view
 
 
@@ -65,9 +69,10 @@ def api_messages_for(state: TurnState, cut: bool = True) -> list[dict]:
     return view
 
 
-def request_pressure(agent: Any, state: TurnState, api_messages: list[dict]) -> int:
-    """Tokens the next request will carry: a real reading plus what was added since, else the estimate."""
-    baseline = agent._usage_baseline
+def request_pressure(agent: TurnHost, state: TurnState, api_messages: list[dict]) -> int:
+    """Tokens the next request will carry: a real reading plus what was added since, else the
+    estimate."""
+    baseline = agent.usage_baseline
     if baseline is not None and baseline[1] <= len(state.messages):
         return baseline[0] + estimate_messages_tokens_rough(state.messages[baseline[1]:])
     return estimate_messages_tokens_rough(api_messages) + estimate_tools_tokens(agent.tools)
@@ -77,8 +82,10 @@ def _window(comp: Any) -> int:
     return getattr(comp, "window", None) or comp.context_length
 
 
-def pressure_gate(agent: Any, state: TurnState, api_messages: Optional[list[dict]] = None) -> None:
-    """Sites 2 and 5: compress before a request that is over the threshold; lock-skips are refunded."""
+def pressure_gate(agent: TurnHost, state: TurnState,
+                  api_messages: Optional[list[dict]] = None) -> None:
+    """Sites 2 and 5: compress before a request that is over the threshold; lock-skips are
+    refunded."""
     comp = agent.context_compressor
     if not agent.compression_enabled or comp is None or len(state.messages) <= 1:
         return
@@ -89,12 +96,13 @@ def pressure_gate(agent: Any, state: TurnState, api_messages: Optional[list[dict
     if not comp.should_compress(pressure):
         return
     if comp.get_active_compression_failure_cooldown() and pressure <= _window(comp):
-        return  # summaries are cooling down; the no-model compaction only runs once the request won't fit
+        return  # summaries are cooling down; the no-model compaction waits until it won't fit
     state.compression_attempts += 1
     before = state.messages
-    new_messages, new_prompt = agent._compress_context(before, state.system_prompt, approx_tokens=pressure)
+    new_messages, new_prompt = agent._compress_context(before, state.system_prompt,
+                                                       approx_tokens=pressure)
     if compression_skipped_due_to_lock(agent):
-        state.compression_attempts -= 1  # another process is compressing: send this request as it is
+        state.compression_attempts -= 1  # another process is compressing: send the request as is
         return
     if made_progress(before, new_messages):
         state.messages = new_messages
@@ -103,12 +111,14 @@ def pressure_gate(agent: Any, state: TurnState, api_messages: Optional[list[dict
         state.compression_blocked = True
 
 
-def _compress_after_rejection(agent: Any, state: TurnState, err: ClassifiedError) -> Optional[dict]:
+def _compress_after_rejection(agent: TurnHost, state: TurnState,
+                              err: ClassifiedError) -> Optional[dict]:
     """Sites 3 and 4: the provider said the request is too big. None means: retry the request."""
     comp = agent.context_compressor
     cap = agent.max_compression_attempts
     state.compression_attempts += 1
-    what = "413 Payload Too Large" if err.kind is ErrorKind.PAYLOAD_TOO_LARGE else "context length exceeded"
+    too_large = err.kind is ErrorKind.PAYLOAD_TOO_LARGE
+    what = "413 Payload Too Large" if too_large else "context length exceeded"
     if state.compression_attempts > cap:
         agent._persist_session(state.messages)
         return results.exhausted_result(state, f"{what} after {cap} compression attempts")
@@ -117,18 +127,21 @@ def _compress_after_rejection(agent: Any, state: TurnState, err: ClassifiedError
         return results.exhausted_result(state, f"{what}, and compression is disabled")
     window_before = comp.context_length
     if err.kind is ErrorKind.CONTEXT_OVERFLOW and err.context_limit:
-        agent._learn_context_limit(err.context_limit)
+        agent.learn_context_limit(err.context_limit)
     else:
-        # no stated limit: what we just sent is too big (a body-size limit is a token limit too), so
-        # aim the window well below it; kept only if this pass goes ahead (a deferral changes nothing)
-        sent = estimate_request_tokens_rough(state.messages, system_prompt=state.system_prompt, tools=agent.tools)
-        agent._learn_context_limit(max(1024, int(sent * 0.75)))
+        # no stated limit: what we just sent is too big (a body-size limit is a token limit too),
+        # so aim the window well below it; kept only if this pass goes ahead (a deferral changes
+        # nothing)
+        sent = estimate_request_tokens_rough(state.messages, system_prompt=state.system_prompt,
+                                             tools=agent.tools)
+        agent.learn_context_limit(max(1024, int(sent * 0.75)))
     before = state.messages
-    new_messages, new_prompt = agent._compress_context(before, state.system_prompt, overflowed=True)
+    new_messages, new_prompt = agent._compress_context(before, state.system_prompt,
+                                                       overflowed=True)
     if compression_skipped_due_to_lock(agent):
         state.compression_attempts -= 1
         if comp.context_length != window_before:
-            agent._learn_context_limit(window_before, lower_only=False, announce=False)
+            agent.learn_context_limit(window_before, lower_only=False, announce=False)
         agent._persist_session(state.messages)
         return results.deferred_result(state)
     if not made_progress(before, new_messages):
@@ -141,35 +154,36 @@ def _compress_after_rejection(agent: Any, state: TurnState, err: ClassifiedError
     return None
 
 
-def _failed(agent: Any, state: TurnState, err: ClassifiedError, retries: int) -> dict:
+def _failed(agent: TurnHost, state: TurnState, err: ClassifiedError, retries: int) -> dict:
     """The turn ends on a provider failure: one line naming the endpoint, a code for surfaces."""
     from agent.providers.models import shown_url
 
     url = shown_url(agent.base_url) if agent.base_url else "the embedded local model"
-    failure = describe(err, agent._redact(err.message), retries, url, agent.model,
-                       agent._api_key_setting())
+    failure = describe(err, agent.redact(err.message), retries, url, agent.model,
+                       agent.api_key_setting())
     return results.failed_result(state, failure.message, code=failure.code,
                                  retry_after=failure.retry_after)
 
 
-def call_model(agent: Any, state: TurnState, api_messages: list[dict]) -> Union[ModelReply, dict]:
+def call_model(agent: TurnHost, state: TurnState,
+               api_messages: list[dict]) -> Union[ModelReply, dict]:
     """One model call with retries and the 413/overflow paths; a dict is a turn-ending result."""
     import run_agent  # the seed patches run_agent.jittered_backoff
 
     retries = 0
     while True:
-        if agent._interrupt_event.is_set():
+        if agent.interrupt_event.is_set():
             raise Interrupted()
         state.api_calls += 1
         try:
-            return agent._call_model_api(api_messages, state)
+            return agent.call_model_api(api_messages, state)
         except StreamInterrupted:
             raise Interrupted() from None
         except Interrupted:
             raise
         except Exception as exc:
             err = classify_error(exc)
-            log.info("provider error: %s (%s)", err.kind.value, agent._redact(err.message)[:200])
+            log.info("provider error: %s (%s)", err.kind.value, agent.redact(err.message)[:200])
             if err.kind in (ErrorKind.PAYLOAD_TOO_LARGE, ErrorKind.CONTEXT_OVERFLOW):
                 ended = _compress_after_rejection(agent, state, err)
                 if ended is not None:
@@ -179,54 +193,72 @@ def call_model(agent: Any, state: TurnState, api_messages: list[dict]) -> Union[
             if err.retryable and retries < MAX_RETRIES:
                 retries += 1
                 delay = run_agent.jittered_backoff(retries, retry_after=err.retry_after)
-                agent._emit_status("retry", f"Provider {err.kind.value}; retrying in {delay:.1f}s "
-                                            f"({retries}/{MAX_RETRIES}).")
-                if delay and agent._interrupt_event.wait(delay):
+                agent.emit_status(StatusKind.RETRY, f"Provider {err.kind.value}; retrying in "
+                                                    f"{delay:.1f}s ({retries}/{MAX_RETRIES}).")
+                if delay and agent.interrupt_event.wait(delay):
                     raise Interrupted() from None
                 continue
             agent._persist_session(state.messages)
             return _failed(agent, state, err, retries)
 
 
-def run_loop(agent: Any, state: TurnState) -> dict:
+def _empty(reply: ModelReply, state: TurnState) -> bool:
+    """Providers occasionally return nothing at all: such a reply is asked for again, once."""
+    if reply.tool_calls or (reply.content or "").strip() or state.extras.get("empty_retry"):
+        return False
+    state.extras["empty_retry"] = True
+    return True
+
+
+def _stopped(agent: TurnHost, state: TurnState, iterations: int) -> Optional[dict]:
+    """The result when the turn must stop before another call, else None."""
+    if agent.interrupt_event.is_set():
+        raise Interrupted()
+    if iterations < agent.max_iterations:
+        return None
+    state.stop_reason = (f"Stopped after {iterations} model calls without a final answer "
+                         f"(max_iterations={agent.max_iterations}). Say 'continue' to go on.")
+    agent._persist_session(state.messages)
+    return results.normal_result(state, None)
+
+
+def _interrupted(agent: TurnHost, state: TurnState) -> dict:
+    state.interrupted = True
+    lost = agent.lease_lost
+    state.stop_reason = lost or "Interrupted by the user."
+    agent._persist_session(state.messages)
+    res = results.normal_result(state, None)
+    if lost:
+        res["lease_lost"] = True
+    return res
+
+
+def run_loop(agent: TurnHost, state: TurnState) -> dict:
     """Call, run tools, repeat; stop at a final answer, max_iterations, or interrupt."""
     iterations = 0
     try:
         while True:
-            if agent._interrupt_event.is_set():
-                raise Interrupted()
-            if iterations >= agent.max_iterations:
-                state.stop_reason = (f"Stopped after {iterations} model calls without a final answer "
-                                     f"(max_iterations={agent.max_iterations}). Say 'continue' to go on.")
-                agent._persist_session(state.messages)
-                return results.normal_result(state, None)
+            stopped = _stopped(agent, state, iterations)
+            if stopped is not None:
+                return stopped
             iterations += 1
             pressure_gate(agent, state, api_messages_for(state, cut=False))
-            api_messages = api_messages_for(state)
-            outcome = call_model(agent, state, api_messages)
+            outcome = call_model(agent, state, api_messages_for(state))
             if isinstance(outcome, dict):
                 return outcome
-            agent._record_usage(state, outcome)
-            if not outcome.tool_calls and not (outcome.content or "").strip() and not state.extras.get("empty_retry"):
-                state.extras["empty_retry"] = True  # providers occasionally return nothing; ask once more
+            agent.record_usage(state, outcome)
+            if _empty(outcome, state):
                 continue
             state.messages.append(outcome.as_message())
             agent._persist_session(state.messages)
-            if getattr(agent, "lease_lost", None):  # the write was refused: the session moved on
+            if agent.lease_lost:  # the write was refused: the session moved on
                 raise Interrupted()
             if not outcome.tool_calls:
                 return results.normal_result(state, outcome.content or "")
-            state.messages.extend(agent._run_tools(outcome.tool_calls, state))
+            state.messages.extend(agent.run_tools(outcome.tool_calls, state))
             agent._persist_session(state.messages)
-            if agent._interrupt_event.is_set() or getattr(agent, "lease_lost", None):
+            if agent.interrupt_event.is_set() or agent.lease_lost:
                 raise Interrupted()
             pressure_gate(agent, state)
     except Interrupted:
-        state.interrupted = True
-        lost = getattr(agent, "lease_lost", None)
-        state.stop_reason = lost or "Interrupted by the user."
-        agent._persist_session(state.messages)
-        res = results.normal_result(state, None)
-        if lost:
-            res["lease_lost"] = True
-        return res
+        return _interrupted(agent, state)

@@ -160,8 +160,8 @@ def outcome(res: Optional[dict], stopped: Optional[str],
         return INTERRUPTED, partial, "stopped: the parent was interrupted"
     if res.get("failed") or res.get("compression_deferred"):
         return FAILED, partial, str(res.get("error") or "it failed without saying why")
-    return FAILED, partial, ("it used up its model calls (delegation.max_iterations) without a final "
-                             "answer; give it a narrower goal")
+    return FAILED, partial, ("it used up its model calls (delegation.max_iterations) without a "
+                             "final answer; give it a narrower goal")
 
 
 # ---- the factory -----------------------------------------------------------------------------
@@ -184,8 +184,9 @@ def build_child(parent: Any, task: Task, *, toolsets: list[str], ctx: Any,
                 status_callback: Optional[Callable[[str, str], None]] = None) -> tuple[Any, str]:
     """A fresh AIAgent for ``task`` (and the user message to send it), its session stored with
     ``parent_session_id`` and the child's own system prompt."""
+    from agent.callbacks import AgentHooks
+    from agent.factory import AgentSpec, ProviderChoice, build_agent
     from hermes_state import new_session_id
-    from run_agent import AIAgent
 
     cfg = parent.config.delegation
     provider = child_provider(parent, cfg)
@@ -198,19 +199,20 @@ def build_child(parent: Any, task: Task, *, toolsets: list[str], ctx: Any,
             raise RuntimeError("no session store")
         db.create_session(sid, source=PLATFORM, model=provider["model"],
                           parent_session_id=parent.session_id, system_prompt=prompt,
-                          owner=getattr(parent, "owner", None))
+                          owner=parent.owner)
     except Exception as exc:  # the child still runs; it gets its task in the message instead
         log.warning("could not store subagent session %s: %s", sid, exc)
         if task.context.strip():
             message = f"{message}\n\nContext:\n{task.context.strip()}"
-    child = AIAgent(**provider, max_iterations=cfg.max_iterations, quiet_mode=True,
-                    skip_context_files=True, skip_memory=True, session_db=db, session_id=sid,
-                    enabled_toolsets=toolsets, config=parent.config, platform=PLATFORM,
-                    cwd=str(parent.cwd), yolo=bool(ctx.yolo),
-                    approval_callback=approval_from_parent(ctx), status_callback=status_callback,
-                    # never more than the parent: its confinement and its policy for changes
-                    confine_to=parent.confine_to, mutating_tools=parent.mutating_tools)
-    child.owner = getattr(parent, "owner", None)  # a chat user's child reaches only their data too
+    child = build_agent(AgentSpec(
+        config=parent.config, platform=PLATFORM, provider=ProviderChoice(**provider),
+        max_iterations=cfg.max_iterations, skip_context_files=True, skip_memory=True,
+        session_db=db, session_id=sid, enabled_toolsets=toolsets, cwd=parent.cwd,
+        yolo=bool(ctx.yolo),
+        hooks=AgentHooks(approval=approval_from_parent(ctx), status=status_callback),
+        # never more than the parent: its confinement, its policy for changes, and its owner
+        # (a chat user's child reaches only their data too)
+        confine_to=parent.confine_to, mutating_tools=parent.mutating_tools, owner=parent.owner))
     _depths[child] = depth_of(parent) + 1
     return child, message
 
@@ -252,7 +254,7 @@ class _Notifier:
     def __init__(self, parent: Any) -> None:
         from hermes_core.redact import secret_values
 
-        self._callback = parent.status_callback
+        self._callback = parent.hooks.status
         self._secrets = secret_values([parent.api_key, parent.config.delegation.api_key])
         self._lock = threading.Lock()
 

@@ -41,8 +41,9 @@ class ClassifiedError:
 
 
 _OVERFLOW_MARKERS = (
-    "prompt is too long", "maximum context length", "context_length_exceeded", "context length exceeded",
-    "context window", "too many tokens", "exceeds the context", "input is too long",
+    "prompt is too long", "maximum context length", "context_length_exceeded",
+    "context length exceeded", "context window", "too many tokens", "exceeds the context",
+    "input is too long",
     "reduce the length of the messages", "requested tokens", "exceed context window",
     "longer than the model's context length", "prompt too long",
 )
@@ -54,8 +55,9 @@ _LIMIT_PATTERNS = (
     re.compile(r"limit(?: is| of)?\s*(\d[\d,]*)\s*tokens", re.I),
 )
 _TIMEOUT_NAMES = ("Timeout", "TimedOut", "ReadTimeout")
-_CONNECTION_NAMES = ("APIConnectionError", "ConnectError", "RemoteProtocolError", "ConnectionError",
-                     "ReadError", "IncompleteRead", "ProtocolError", "ServerDisconnected", "ChunkedEncodingError")
+_CONNECTION_NAMES = ("APIConnectionError", "ConnectError", "RemoteProtocolError",
+                     "ConnectionError", "ReadError", "IncompleteRead", "ProtocolError",
+                     "ServerDisconnected", "ChunkedEncodingError")
 
 
 def _status_of(err: Any) -> Optional[int]:
@@ -88,7 +90,8 @@ def _retry_after_of(err: Any) -> Optional[float]:
 
 
 def parse_context_limit(text: str) -> Optional[int]:
-    """The window a provider states in an overflow message, e.g. '233153 tokens > 200000 maximum'."""
+    """The window a provider states in an overflow message, e.g. '233153 tokens > 200000
+    maximum'."""
     for pat in _LIMIT_PATTERNS:
         m = pat.search(text)
         if m:
@@ -118,15 +121,18 @@ def classify_error(err: BaseException) -> ClassifiedError:
     if status == 413 or "request entity too large" in low or "payload too large" in low:
         return ClassifiedError(ErrorKind.PAYLOAD_TOO_LARGE, status or 413, text)
     if is_context_overflow_text(text) and (status in (None, 400, 422) or status < 500):
-        return ClassifiedError(ErrorKind.CONTEXT_OVERFLOW, status, text, context_limit=parse_context_limit(text))
+        return ClassifiedError(ErrorKind.CONTEXT_OVERFLOW, status, text,
+                               context_limit=parse_context_limit(text))
     if status in (401, 403) or names & {"AuthenticationError", "PermissionDeniedError"}:
         return ClassifiedError(ErrorKind.AUTH, status, text)
     if status == 429 or "RateLimitError" in names:
         return ClassifiedError(ErrorKind.RATE_LIMIT, status, text, retry_after=retry_after)
-    if status == 408 or any(t in n for n in names for t in _TIMEOUT_NAMES) or isinstance(err, TimeoutError):
+    timed_out = any(t in n for n in names for t in _TIMEOUT_NAMES)
+    if status == 408 or timed_out or isinstance(err, TimeoutError):
         return ClassifiedError(ErrorKind.TIMEOUT, status, text)
     if names & {"JSONDecodeError", "APIResponseValidationError"} or "no choices" in text:
-        return ClassifiedError(ErrorKind.SERVER, status, f"malformed response from the provider: {text}")
+        return ClassifiedError(ErrorKind.SERVER, status,
+                               f"malformed response from the provider: {text}")
     if status is not None and status >= 500:
         return ClassifiedError(ErrorKind.SERVER, status, text, retry_after=retry_after)
     if names & set(_CONNECTION_NAMES) or isinstance(err, ConnectionError):

@@ -1,4 +1,5 @@
-"""The agent's link to the session store: which of its messages are on disk, and compactions in place.
+"""The agent's link to the session store: which of its messages are on disk, and compactions in
+place.
 
 One row per message, written as the turn goes (a crash loses at most the call in flight). A
 compaction marks the rows it replaces inactive and writes the new history in one transaction, so
@@ -13,12 +14,14 @@ log = logging.getLogger("hermes.agent")
 
 
 def _with_tool_names(rows: list[dict], context: list[dict]) -> list[dict]:
-    """Tool results carry their tool's name in the store (not on the wire): found by call id in ``context``."""
+    """Tool results carry their tool's name in the store (not on the wire): found by call id in
+    ``context``."""
     if not any(m.get("role") == "tool" for m in rows):
         return rows
     names = {c.get("id"): (c.get("function") or {}).get("name") for m in context
              for c in (m.get("tool_calls") or []) if isinstance(c, dict)}
-    return [dict(m, tool_name=names.get(m.get("tool_call_id"))) if m.get("role") == "tool" else m for m in rows]
+    return [dict(m, tool_name=names.get(m.get("tool_call_id"))) if m.get("role") == "tool" else m
+            for m in rows]
 
 
 class StoreError(Exception):
@@ -90,8 +93,8 @@ class SessionRecorder:
                 self._db = self._open()
             except Exception as exc:
                 self._db_error = exc
-                self._warn(f"Session store unavailable ({exc}); this conversation is not being saved. "
-                           f"Run `hermes doctor` to diagnose.")
+                self._warn(f"Session store unavailable ({exc}); this conversation is not being "
+                           "saved. Run `hermes doctor` to diagnose.")
         return self._db
 
     def _ensure_row(self, db: Any) -> None:
@@ -107,17 +110,18 @@ class SessionRecorder:
         """
         db = self.db
         if db is None:
-            raise HistoryLoadError(f"Session {self.session_id} could not be read: {self._db_error}. Nothing "
-                                   "was sent or saved; run `hermes doctor`, then try again.")
+            raise HistoryLoadError(f"Session {self.session_id} could not be read: "
+                                   f"{self._db_error}. Nothing was sent or saved; run "
+                                   "`hermes doctor`, then try again.")
         try:
             row = db.get_session(self.session_id)
             if row is None:
                 return [], None
             messages, ids = db.get_active_history(self.session_id)
         except Exception as exc:
-            raise HistoryLoadError(f"Session {self.session_id} could not be read from the session store "
-                                   f"({exc}). Nothing was sent or saved; run `hermes doctor` to check the "
-                                   "store, then try again.") from exc
+            raise HistoryLoadError(f"Session {self.session_id} could not be read from the session "
+                                   f"store ({exc}). Nothing was sent or saved; run `hermes doctor` "
+                                   "to check the store, then try again.") from exc
         self.known = True
         self.row_ids = list(ids)
         return messages, row.get("system_prompt") or None
@@ -152,7 +156,8 @@ class SessionRecorder:
         self.row_ids.extend(ids)
 
     def replace(self, old: list[dict], new: list[dict], lock_holder: Optional[str] = None) -> None:
-        """Make ``new`` the active history in place of ``old``: exactly ``old``'s rows become inactive.
+        """Make ``new`` the active history in place of ``old``: exactly ``old``'s rows become
+        inactive.
 
         ``old`` is flushed first. Raises StoreError (and changes nothing) when the store cannot take
         it: a compaction that could not flush ``old`` would summarise away rows never stored
@@ -185,8 +190,8 @@ class SessionRecorder:
         self.row_ids = list(ids)
 
     def truncate(self, messages: list[dict], keep: int) -> None:
-        """Take the live history back to its first ``keep`` messages: the rows of the later ones (and
-        only those, by id) become inactive. A store failure raises and changes nothing."""
+        """Take the live history back to its first ``keep`` messages: the rows of the later ones
+        (and only those, by id) become inactive. A store failure raises and changes nothing."""
         self.persist(messages)
         dropped = [i for i in self.row_ids[keep:] if i is not None]
         db = self.db

@@ -5,9 +5,12 @@ hooks nobody registered.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from hermes_core.hooks import HOOKS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent.host import TurnHost
 
 ToolCall = Callable[[str, dict], str]
 
@@ -28,7 +31,7 @@ def around_tools(call: ToolCall, session_id: str, task_id: Optional[str]) -> Too
     return hooked
 
 
-def turn_started(agent: Any, user_message: str, new_session: bool) -> Optional[str]:
+def turn_started(agent: TurnHost, user_message: str, new_session: bool) -> Optional[str]:
     """``on_session_start`` (a session's first turn) and ``pre_llm_call``; the context plugins
     asked to add to this turn's system message (ephemeral: never stored, never cached)."""
     if new_session and HOOKS.has("on_session_start"):
@@ -42,7 +45,7 @@ def turn_started(agent: Any, user_message: str, new_session: bool) -> Optional[s
     return "\n\n".join(parts) or None
 
 
-def turn_ended(agent: Any, user_message: str, result: dict) -> None:
+def turn_ended(agent: TurnHost, user_message: str, result: dict) -> None:
     """``post_llm_call`` with the exchange, then ``on_session_end`` (Hermes fires it per turn)."""
     if HOOKS.has("post_llm_call"):
         HOOKS.fire("post_llm_call", user_message=user_message,
@@ -52,7 +55,7 @@ def turn_ended(agent: Any, user_message: str, result: dict) -> None:
         HOOKS.fire("on_session_end", session_id=agent.session_id, platform=agent.platform)
 
 
-def around_request(agent: Any, messages: list, send: Callable[[], Any]) -> Any:
+def around_request(agent: TurnHost, messages: list, send: Callable[[], Any]) -> Any:
     """One model request with ``pre_api_request``/``post_api_request`` around it."""
     if HOOKS.has("pre_api_request"):
         HOOKS.fire("pre_api_request", messages=messages, model=agent.model,

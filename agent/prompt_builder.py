@@ -25,9 +25,9 @@ DEFAULT_IDENTITY = (
 GUIDANCE = {
     "memory": (
         "Memory: save what will matter in later sessions with the memory tool: who the user is, "
-        "their preferences and habits (target user); the environment, conventions and lessons learned "
-        "(target memory). Not task progress or what is easy to look up again. Keep entries short; "
-        "when a store is full, merge or remove entries."),
+        "their preferences and habits (target user); the environment, conventions and lessons "
+        "learned (target memory). Not task progress or what is easy to look up again. Keep entries "
+        "short; when a store is full, merge or remove entries."),
     "session_search": (
         "Past conversations: when the user refers to an earlier session, or a detail you need was "
         "dropped by a context summary, use session_search before saying you do not know."),
@@ -49,7 +49,8 @@ class BuiltPrompt:
     tools: list[dict]
     omitted_toolsets: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # for the user (e.g. a memory file left out)
-    sources: list[context_files.ContextFile] = field(default_factory=list)  # SOUL.md and context files
+    # SOUL.md and the context files
+    sources: list[context_files.ContextFile] = field(default_factory=list)
 
     @property
     def text(self) -> str:
@@ -60,7 +61,8 @@ class BuiltPrompt:
         parts = [PromptPart(p.name, text) if p.name == name else p for p in self.parts]
         if name not in {p.name for p in parts}:
             parts.append(PromptPart(name, text))
-            parts.sort(key=lambda p: PART_ORDER.index(p.name) if p.name in PART_ORDER else len(PART_ORDER))
+            parts.sort(key=lambda p: PART_ORDER.index(p.name) if p.name in PART_ORDER
+                       else len(PART_ORDER))
         return BuiltPrompt(parts, self.tools, self.omitted_toolsets, [], self.sources)
 
 
@@ -69,7 +71,8 @@ def join_parts(parts: list[PromptPart]) -> str:
 
 
 def skills_index(home: Path, config: Any = None) -> Optional[str]:
-    """The skills part: names and one-line descriptions by category within ``skills.index_budget``."""
+    """The skills part: names and one-line descriptions by category within
+    ``skills.index_budget``."""
     from tools.skills.index import prompt_part
 
     return prompt_part(home, config) or None
@@ -91,8 +94,9 @@ def _context_part(files: list[context_files.ContextFile]) -> str:
     return "\n\n".join(f"## Instructions from {f.label}\n{f.text}" for f in files)
 
 
-def build_prompt(home: Path, cwd: Path, *, tools: list[dict], toolset_of: Callable[[str], Optional[str]],
-                 window: Optional[int] = None, config: Any = None, platform: str = "cli",
+def build_prompt(home: Path, cwd: Path, *, tools: list[dict],
+                 toolset_of: Callable[[str], Optional[str]], window: Optional[int] = None,
+                 config: Any = None, platform: str = "cli",
                  skip_context_files: bool = False, skip_memory: bool = False,
                  explicit_toolsets: bool = False,
                  memory_home: Optional[Path] = None) -> BuiltPrompt:
@@ -125,8 +129,8 @@ def build_prompt(home: Path, cwd: Path, *, tools: list[dict], toolset_of: Callab
                                  toolset_of=toolset_of, explicit=explicit_toolsets)
     if omitted and window:
         parts = with_guidance(offered)
-        parts = [PromptPart("tools_note", omitted_note(omitted, window)) if p.name == "tools_note" else p
-                 for p in parts]
+        note = PromptPart("tools_note", omitted_note(omitted, window))
+        parts = [note if p.name == "tools_note" else p for p in parts]
     return BuiltPrompt(parts, offered, omitted, warnings, ([soul] if soul else []) + files)
 
 

@@ -1,15 +1,20 @@
-"""The result dicts of ``run_conversation``: normal, deferred, exhausted, failed — in one place (SPEC §2, §6)."""
+"""The result dicts of ``run_conversation``: normal, deferred, exhausted, failed — in one place
+(SPEC §2, §6)."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent.turn_context import TurnState
 
 DEFERRED_MESSAGE = (
-    "Context compression is already running for this session in another process, so this turn was "
-    "paused. Nothing was lost: your message is saved, and your next message will go through."
+    "Context compression is already running for this session in another process, so this turn "
+    "was paused. Nothing was lost: your message is saved, and your next message will go through."
 )
 
 
-def _base(state: Any, *, final_response: Optional[str], completed: bool, partial: bool, failed: bool) -> dict:
+def _base(state: TurnState, *, final_response: Optional[str], completed: bool, partial: bool,
+          failed: bool) -> dict:
     agent = state.agent
     return {
         "final_response": final_response,
@@ -32,7 +37,7 @@ def _base(state: Any, *, final_response: Optional[str], completed: bool, partial
     }
 
 
-def normal_result(state: Any, final_response: Optional[str]) -> dict:
+def normal_result(state: TurnState, final_response: Optional[str]) -> dict:
     """A final answer, or a stop at max_iterations / interrupt (completed=False then)."""
     completed = final_response is not None and not state.interrupted
     res = _base(state, final_response=final_response, completed=completed,
@@ -42,23 +47,24 @@ def normal_result(state: Any, final_response: Optional[str]) -> dict:
     return res
 
 
-def deferred_result(state: Any) -> dict:
+def deferred_result(state: TurnState) -> dict:
     res = _base(state, final_response=DEFERRED_MESSAGE, completed=False, partial=True, failed=False)
     res["compression_deferred"] = True
     res["error"] = DEFERRED_MESSAGE
     return res
 
 
-def exhausted_result(state: Any, detail: str) -> dict:
-    message = (f"This conversation no longer fits the model's context window and compression could not "
-               f"shrink it further ({detail}). Start a new session to continue; this one is saved.")
+def exhausted_result(state: TurnState, detail: str) -> dict:
+    message = (f"This conversation no longer fits the model's context window and compression "
+               f"could not shrink it further ({detail}). Start a new session to continue; this "
+               "one is saved.")
     res = _base(state, final_response=message, completed=False, partial=True, failed=True)
     res["compression_exhausted"] = True
     res["error"] = message
     return res
 
 
-def failed_result(state: Any, message: str, code: str = "agent_error",
+def failed_result(state: TurnState, message: str, code: str = "agent_error",
                   retry_after: Optional[float] = None) -> dict:
     """A failed turn; ``error_code`` says whose failure (``agent.provider_failures`` codes for the
     provider's, ``agent_error`` for ours), ``retry_after`` the provider's hint when it gave one."""

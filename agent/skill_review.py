@@ -14,10 +14,13 @@ import logging
 import threading
 import time
 import weakref
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from tools.skills import activity
 from tools.skills.activity import REVIEW_PLATFORM
+
+if TYPE_CHECKING:  # pragma: no cover
+    from run_agent import AIAgent
 
 log = logging.getLogger("hermes.skills")
 
@@ -39,10 +42,10 @@ _lock = threading.Lock()
 class Review(threading.Thread):
     """One review in the background; ``outcome`` is the line for the user (None: nothing changed)."""
 
-    def __init__(self, agent: Any, messages: list[dict], used: list[str],
+    def __init__(self, agent: AIAgent, messages: list[dict], used: list[str],
                  notify: Optional[Callable[[str], None]]) -> None:
         super().__init__(name="hermes-skill-review", daemon=True)
-        self.session_id = str(getattr(agent, "session_id", ""))
+        self.session_id = str(agent.session_id)
         self._agent = agent
         self._messages = messages
         self._used = used
@@ -72,19 +75,15 @@ class Review(threading.Thread):
                 log.exception("showing the skill review's outcome failed")
 
 
-def _config(agent: Any) -> Any:
-    return getattr(getattr(agent, "config", None), "skills", None)
-
-
-def due(agent: Any, result: Optional[dict]) -> Optional[activity.TurnActivity]:
+def due(agent: AIAgent, result: Optional[dict]) -> Optional[activity.TurnActivity]:
     """Count the turn's tool calls; the turn's activity when a review should run now, else None."""
-    section = _config(agent)
+    section = agent.config.skills
     res = result or {}
-    if section is None or not getattr(section, "auto_create", True):
+    if not section.auto_create:
         return None
-    if getattr(agent, "platform", None) == REVIEW_PLATFORM or getattr(agent, "provider", None) == "local":
+    if agent.platform == REVIEW_PLATFORM or agent.provider == "local":
         return None  # the embedded model is too small to write skills, and is busy answering
-    tools = {(t.get("function") or {}).get("name") for t in getattr(agent, "tools", None) or ()}
+    tools = {(t.get("function") or {}).get("name") for t in agent.tools or ()}
     if "skill_manage" not in tools or not res.get("completed") or res.get("interrupted"):
         return None
     turn = activity.activity(activity.last_turn(list(res.get("messages") or ())))
@@ -93,13 +92,13 @@ def due(agent: Any, result: Optional[dict]) -> Optional[activity.TurnActivity]:
         counters["calls"] = turn.calls_after_write if turn.written else counters["calls"] + turn.tool_calls
         if counters["calls"] < section.creation_nudge_interval:
             return None
-        if str(getattr(agent, "session_id", "")) in _running:
+        if str(agent.session_id) in _running:
             return None  # one at a time per session; the count stays, so a later turn tries again
         counters["calls"] = 0
     return turn
 
 
-def after_turn(agent: Any, result: Optional[dict],
+def after_turn(agent: AIAgent, result: Optional[dict],
                notify: Optional[Callable[[str], None]] = None) -> Optional[Review]:
     """Start the review in the background when it is due (call after the answer is delivered)."""
     try:
@@ -144,16 +143,15 @@ def request(messages: list[dict], used: list[str]) -> str:
     return f"{hint}The conversation (newest part):\n\n{activity.digest(messages)}"
 
 
-def run_review(agent: Any, messages: list[dict], used: list[str]) -> list[tuple[str, str]]:
+def run_review(agent: AIAgent, messages: list[dict], used: list[str]) -> list[tuple[str, str]]:
     """Run the review agent to the end (synchronously); the (action, skill) writes that succeeded."""
-    import run_agent
+    from agent.factory import AgentSpec, ProviderChoice, build_agent
 
-    child = run_agent.AIAgent(
-        base_url=agent.base_url, api_key=agent.api_key, model=agent.model, provider=agent.provider,
-        config=agent.config, cwd=str(agent.cwd), platform=REVIEW_PLATFORM, session_db=False,
-        enabled_toolsets=["skills"], skip_memory=True, skip_context_files=True, quiet_mode=True,
-        max_iterations=MAX_ITERATIONS, yolo=agent.yolo,
-        mutating_tools=agent.mutating_tools)  # nobody to ask: it writes only where the parent may
+    child = build_agent(AgentSpec(
+        config=agent.config, platform=REVIEW_PLATFORM, provider=ProviderChoice.like(agent),
+        cwd=agent.cwd, session_db=False, enabled_toolsets=["skills"], skip_memory=True,
+        skip_context_files=True, max_iterations=MAX_ITERATIONS, yolo=agent.yolo,
+        mutating_tools=agent.mutating_tools))  # nobody to ask: it writes only where the parent may
     try:
         res = child.run_conversation(request(messages, used), system_message=INSTRUCTIONS)
     finally:

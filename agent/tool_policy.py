@@ -1,9 +1,10 @@
-"""What a chat or API user's agent may touch: its toolsets and the one directory its file tools reach.
+"""What a chat or API user's agent may touch: its toolsets and the one directory its file tools
+reach.
 
 Whoever can message the bot drives these agents, so they get less than the owner at the terminal:
-no shell (nor execute_code) unless `gateway.toolsets` names it (separate from the CLI's `toolsets`), and file tools
-confined to `gateway.working_dir` (env `MESSAGING_CWD`, Hermes' name; default
-`HERMES_HOME/workspace`, created 0700).
+no shell (nor execute_code) unless `gateway.toolsets` names it (separate from the CLI's
+`toolsets`), and file tools confined to `gateway.working_dir` (env `MESSAGING_CWD`, Hermes' name;
+default `HERMES_HOME/workspace`, created 0700).
 """
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from hermes_core.config import ConfigError, hermes_home
+from hermes_core.gateway_config import GatewayConfig
 
 DISABLED_BY_DEFAULT = ("terminal", "code_execution")  # both run arbitrary code on this host
 
 
-def gateway_toolsets(gw: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+def gateway_toolsets(gw: GatewayConfig) -> tuple[list[str], list[str]]:
     """(enabled_toolsets, disabled_toolsets) for a gateway agent, from `gateway.toolsets`.
 
     Unset: every toolset that exists now except the terminal and the opt-in ones (the browser:
@@ -28,36 +30,29 @@ def gateway_toolsets(gw: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     from tools.registry import (UnknownToolsetError, check_toolset_names, opt_in_toolsets,
                                 toolset_names)
 
-    raw = gw.get("toolsets")
-    if raw is None:
+    names = gw.toolsets  # its type was checked when config.yaml was read
+    if names is None:
         off = set(DISABLED_BY_DEFAULT) | opt_in_toolsets()
         return [t for t in toolset_names() if t not in off], []
-    if isinstance(raw, str):
-        raw = raw.split(",")
-    if not isinstance(raw, (list, tuple)) or not all(isinstance(t, str) for t in raw):
-        raise ConfigError("config.yaml: `gateway.toolsets` must be a list of toolset names, e.g. "
-                          "[file, todo, memory]; fix it with `hermes config set gateway.toolsets file,todo`")
-    names = [t.strip() for t in raw if t.strip()]
-    try:  # MCP toolsets exist once their servers start: those names are checked by the registry then
+    try:  # MCP toolsets exist once their servers start: the registry checks those names then
         check_toolset_names([n for n in names if not n.startswith("mcp-")])
     except UnknownToolsetError as exc:
         raise ConfigError(f"config.yaml `gateway.toolsets`: {exc}") from None
-    return names, []
+    return list(names), []
 
 
-def gateway_working_dir(gw: Mapping[str, Any], env: Optional[Mapping[str, str]] = None) -> Path:
+def gateway_working_dir(gw: GatewayConfig, env: Optional[Mapping[str, str]] = None) -> Path:
     """The gateway agents' working directory (created if missing); env beats config.yaml."""
     env = os.environ if env is None else env
-    raw = env.get("MESSAGING_CWD") or gw.get("working_dir")
-    if raw is not None and not isinstance(raw, str):
-        raise ConfigError("config.yaml: `gateway.working_dir` must be a directory path")
+    raw = env.get("MESSAGING_CWD") or gw.working_dir
     if raw:
         path = Path(raw).expanduser()
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ConfigError(f"gateway working directory {path} cannot be created ({exc.strerror}); "
-                              "set gateway.working_dir or MESSAGING_CWD to a usable directory") from None
+            raise ConfigError(f"gateway working directory {path} cannot be created "
+                              f"({exc.strerror}); set gateway.working_dir or MESSAGING_CWD to a "
+                              "usable directory") from None
         if not path.is_dir():
             raise ConfigError(f"gateway working directory {path} is not a directory; "
                               "set gateway.working_dir or MESSAGING_CWD to a directory")
@@ -74,5 +69,5 @@ def run_policy(cfg: Any) -> Any:
     the consent rule is the runtime's default for the provider, as for those agents)."""
     from cron.policy import RunPolicy
 
-    gw = cfg.gateway if isinstance(getattr(cfg, "gateway", None), dict) else {}
-    return RunPolicy(tuple(gateway_toolsets(gw)[0]), str(gateway_working_dir(gw)), None)
+    return RunPolicy(tuple(gateway_toolsets(cfg.gateway)[0]), str(gateway_working_dir(cfg.gateway)),
+                     None)

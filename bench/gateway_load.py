@@ -9,7 +9,7 @@ PostgreSQL (``--store URL``, or a throwaway cluster of its own), and prints the 
 CPU and memory figures of the second run add up every worker.
 
 Starts ``python -m tests.fake_provider --delay 1.0`` (answers after a fixed delay) and
-``python -m gateway.cli run --api-server`` as subprocesses in a throwaway HERMES_HOME, then drives
+``python -m hermes_cli.main gateway run --api-server`` as subprocesses in a throwaway HERMES_HOME, then drives
 ``--sessions`` clients (each its own ``X-Hermes-Session-Id``, so each has a cached agent) for
 ``--rounds`` sequential turns each. Prints completed turns/s against the ideal (sessions / delay),
 the latency the gateway adds on top of the provider's fixed delay (p50, p99), and the resident
@@ -192,7 +192,7 @@ def run_config(args: argparse.Namespace, store: Optional[str], workers: int) -> 
         gw_env = dict(env, OPENAI_BASE_URL=provider, OPENAI_API_KEY="bench", HERMES_MODEL="fake-model",
                       API_SERVER_KEY=BENCH_KEY, **({"HERMES_DATABASE_URL": store} if store else {}))
         flags = ["--workers", str(workers)] if workers > 1 else []
-        gw, ready = _spawn([sys.executable, "-m", "gateway.cli", "run", "--api-server", "--port", "0", *flags],
+        gw, ready = _spawn([sys.executable, "-m", "hermes_cli.main", "gateway", "run", "--api-server", "--port", "0", *flags],
                            gw_env, "READY gateway")
         procs.append(gw)
         pids = worker_pids(home, gw.pid)
@@ -291,7 +291,7 @@ def run_streamed(args: argparse.Namespace) -> int:
         procs.append(fp)
         gw_env = dict(env, OPENAI_BASE_URL=ready.split()[1], OPENAI_API_KEY="bench", HERMES_MODEL="fake-model",
                       API_SERVER_KEY=BENCH_KEY)
-        gw, ready = _spawn([sys.executable, "-m", "gateway.cli", "run", "--api-server", "--port", "0"], gw_env,
+        gw, ready = _spawn([sys.executable, "-m", "hermes_cli.main", "gateway", "run", "--api-server", "--port", "0"], gw_env,
                            "READY gateway")
         procs.append(gw)
         url = ready.split("api=")[1] + "/v1/chat/completions"
@@ -391,7 +391,7 @@ def run_cold(args: argparse.Namespace) -> int:
                 gw_env = dict(env, OPENAI_BASE_URL=ready.split()[1], OPENAI_API_KEY="bench",
                               HERMES_MODEL="fake-model", API_SERVER_KEY=BENCH_KEY)
                 t0 = time.perf_counter()
-                gw, ready = _spawn([sys.executable, "-m", "gateway.cli", "run", "--api-server", "--port", "0"],
+                gw, ready = _spawn([sys.executable, "-m", "hermes_cli.main", "gateway", "run", "--api-server", "--port", "0"],
                                    gw_env, "READY gateway")
                 procs.append(gw)
                 start = time.perf_counter() - t0

@@ -67,8 +67,8 @@ def parse_targets(text: Optional[str], origin: Optional[dict[str, Any]]) -> list
         elif low == "origin":
             if not origin or origin.get("platform") not in known_platforms() \
                     or not origin.get("chat_id"):
-                raise DeliveryError("deliver 'origin' needs a chat to send to, and this job was not "
-                                    "created from one; use local or <platform>:<chat>")
+                raise DeliveryError("deliver 'origin' needs a chat to send to, and this job was "
+                                    "not created from one; use local or <platform>:<chat>")
             target = Target("origin")
         else:
             target = _chat_target(part)
@@ -99,8 +99,7 @@ def home_channel(platform: str, cfg: Any = None) -> Optional[str]:
     """``TELEGRAM_HOME_CHANNEL`` (or ``gateway.telegram.home_channel`` in config.yaml)."""
     value = os.environ.get(f"{platform.upper()}_HOME_CHANNEL")
     if not value and cfg is not None:
-        section = (getattr(cfg, "gateway", None) or {}).get(platform)
-        value = section.get("home_channel") if isinstance(section, dict) else None
+        value = cfg.gateway.platform(platform).home_channel
     text = str(value or "").strip()
     return text or None
 
@@ -108,9 +107,9 @@ def home_channel(platform: str, cfg: Any = None) -> Optional[str]:
 def check_home_channels(targets: list[Target], cfg: Any = None) -> None:
     for t in targets:
         if t.kind == "home" and not home_channel(str(t.platform), cfg):
-            raise DeliveryError(f"deliver {t.platform!r} sends to its home channel, and none is set: "
-                                f"set {str(t.platform).upper()}_HOME_CHANNEL in ~/.hermes/.env, or "
-                                f"use {t.platform}:<chat_id>")
+            raise DeliveryError(f"deliver {t.platform!r} sends to its home channel, and none is "
+                                f"set: set {str(t.platform).upper()}_HOME_CHANNEL in "
+                                f"~/.hermes/.env, or use {t.platform}:<chat_id>")
 
 
 def destinations(targets: list[Target], origin: Optional[dict[str, Any]],

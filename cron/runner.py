@@ -80,20 +80,19 @@ def run_policy(run: dict[str, Any], cfg: Any) -> Optional[Any]:
 def make_agent(run: dict[str, Any], cfg: Any, db: Any) -> Any:
     """A fresh agent for one run, in the run's pre-chosen session, under its creator's policy;
     ValueError when its working directory left the creator's confinement."""
-    from hermes_core.config import resolve_provider
+    from agent.factory import AgentSpec, ProviderChoice, build_agent
     from cron.policy import run_limits
-    from run_agent import AIAgent
+    from hermes_core.config import resolve_provider
     from tools.registry import toolset_names
 
-    ps = resolve_provider(cfg)
     limits = run_limits(run_policy(run, cfg), run.get("workdir") or None, toolset_names(),
                         NO_TOOLSETS)
-    agent = AIAgent(base_url=ps.base_url, api_key=ps.api_key, model=ps.model, provider=ps.provider,
-                    context_length=ps.context_length, config=cfg, platform="cron", session_db=db,
-                    session_id=run.get("session_id"), quiet_mode=True, skip_memory=True,
-                    max_iterations=cfg.agent.max_turns, **limits)
-    agent.owner = run.get("owner")  # its session is the job owner's (their session_search finds it)
-    return agent
+    return build_agent(AgentSpec(
+        config=cfg, platform="cron", provider=ProviderChoice.of(resolve_provider(cfg)),
+        session_db=db, session_id=run.get("session_id"), skip_memory=True,
+        max_iterations=cfg.agent.max_turns,
+        owner=run.get("owner"),  # its session is the job owner's (their session_search finds it)
+        **limits))
 
 
 def _converse(agent: Any, prompt: str, timeout: float,

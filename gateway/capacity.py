@@ -1,12 +1,12 @@
 """How many turns one gateway process takes at once, and the gauge that counts them.
 
 Why: a turn is mostly a thread blocked on the provider's answer, which is cheap (a few hundred KB
-with its agent; ``bench/gateway_load.py --sessions 1000 --delay 5`` prints the figure), so the process
-runs every accepted turn at once instead of queueing them behind a small thread pool (with 128 threads,
-1,000 sessions behind a 5 s provider got 17% of the ideal rate, every turn waiting ~35 s). What does
-run out is memory and file descriptors, so the limit is derived from those: past it a new turn is
-refused politely (429 with ``Retry-After`` on the API, a short reply in chats) instead of the process
-growing until the kernel kills it with every conversation in it.
+with its agent; ``bench/gateway_load.py --sessions 1000 --delay 5`` prints the figure), so the
+process runs every accepted turn at once instead of queueing them behind a small thread pool (with
+128 threads, 1,000 sessions behind a 5 s provider got 17% of the ideal rate, every turn waiting
+~35 s). What does run out is memory and file descriptors, so the limit is derived from those: past
+it a new turn is refused politely (429 with ``Retry-After`` on the API, a short reply in chats)
+instead of the process growing until the kernel kills it with every conversation in it.
 
 Pure decisions (``derive_turn_limit``, ``retry_after``) are separate from reading the machine
 (``machine_limits``) and from the counting (``TurnGauge``, used on the event loop and turn threads).
@@ -20,8 +20,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from hermes_core.gateway_config import GatewayConfig
+
 PER_TURN_BYTES = 2 << 20  # budget per accepted turn: ~6x what one costs, for long histories
-MEMORY_SHARE = 0.5  # of the memory available at start-up; the rest is the OS's, the store's, agents'
+MEMORY_SHARE = 0.5  # of the memory available at start-up; the rest: the OS's, the store's, agents'
 FDS_PER_TURN = 3  # the client's socket, the provider's, and slack for a tool's file or pipe
 FD_RESERVE = 256  # the store, logs, listening sockets, platform pollers
 MIN_LIMIT, MAX_LIMIT = 16, 10_000
@@ -30,10 +32,12 @@ BUSY_CHAT_REPLY = ("I'm handling too many conversations right now and could not 
 
 
 class TurnLimitReached(Exception):
-    """A new turn was refused: the process holds ``limit`` turns already. Retry after ``retry_after`` s."""
+    """A new turn was refused: the process holds ``limit`` turns already. Retry after
+    ``retry_after`` s."""
 
     def __init__(self, limit: int, retry_after: int) -> None:
-        super().__init__(f"The gateway is at its limit of {limit} turns at once; retry in {retry_after} s.")
+        super().__init__(f"The gateway is at its limit of {limit} turns at once; retry in "
+                         f"{retry_after} s.")
         self.limit, self.retry_after = limit, retry_after
 
 
@@ -162,8 +166,8 @@ class TurnGauge:
         """What ``/health/detailed`` and ``hermes gateway status`` report."""
         with self._lock:
             return {"in_flight": self.running, "queued": max(0, self.accepted - self.running),
-                    "accepted": self.accepted, "limit": self.limit, "peak_in_flight": self.peak_running,
-                    "refused": self.refused,
+                    "accepted": self.accepted, "limit": self.limit,
+                    "peak_in_flight": self.peak_running, "refused": self.refused,
                     "mean_turn_seconds": None if self._mean is None else round(self._mean, 3)}
 
 
@@ -174,29 +178,15 @@ class TurnSettings:
     source: str  # where ``limit`` came from, for the log and the status
 
 
-def _positive(gateway_cfg: dict[str, Any], key: str) -> Optional[int]:
-    raw = gateway_cfg.get(key)
-    if raw in (None, "", "auto"):
-        return None
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        value = 0
-    if value < 1:
-        from hermes_core.config import ConfigError
-
-        raise ConfigError(f"gateway.{key} must be a whole number >= 1 or 'auto', not {raw!r}")
-    return value
-
-
-def turn_settings(gateway_cfg: dict[str, Any]) -> TurnSettings:
-    """``gateway.turn_limit`` (default: derived from this machine) and ``gateway.max_concurrent_turns``
-    (threads; default: as many as the limit, so an accepted turn never waits for a thread)."""
-    limit = _positive(gateway_cfg, "turn_limit")
-    source = "gateway.turn_limit"
+def turn_settings(gw: GatewayConfig) -> TurnSettings:
+    """``gateway.turn_limit`` (default: derived from this machine) and
+    ``gateway.max_concurrent_turns`` (threads; default: as many as the limit, so an accepted turn
+    never waits for a thread). Both are checked when config.yaml is read."""
+    limit, source = gw.turn_limit, "gateway.turn_limit"
     if limit is None:
-        limit, source = derive_turn_limit(machine_limits()), "derived from memory and open-file limits"
-    threads = _positive(gateway_cfg, "max_concurrent_turns") or limit
+        limit = derive_turn_limit(machine_limits())
+        source = "derived from memory and open-file limits"
+    threads = gw.max_concurrent_turns or limit
     return TurnSettings(limit, min(threads, limit), source)
 
 

@@ -24,7 +24,8 @@ def load_report(runner: Any, started: float, warm: Optional[dict[str, Any]] = No
     return {"status": "ok" if runner.accepting else "draining", "pid": os.getpid(),
             "uptime_seconds": round(time.time() - started, 1), "turns": turns,
             "turns_completed": runner.turns_completed, **runner.session_counts(),
-            "threads": threading.active_count(), "turn_threads": runner.pool.stats(), "rss_bytes": rss_bytes(),
+            "threads": threading.active_count(), "turn_threads": runner.pool.stats(),
+            "rss_bytes": rss_bytes(),
             "warmup": {**(warm or {"done": False}), "sdk_loaded": "openai" in sys.modules}}
 
 
@@ -39,14 +40,3 @@ def register_detailed(report: Callable[[], dict[str, Any]]) -> Callable[[Any], N
         server.add_endpoint("health_detailed", "GET", "/health/detailed", detailed)
 
     return register
-
-
-def status_line(turns: Optional[dict[str, Any]]) -> str:
-    """``turns: 12 in flight, 3 queued (limit 5,900); 1,204 refused`` for ``hermes gateway status``."""
-    if not turns:
-        return "turns: (no figures yet)"
-    line = (f"turns: {turns.get('in_flight', 0)} in flight, {turns.get('queued', 0)} queued "
-            f"(limit {turns.get('limit', 0):,}; peak {turns.get('peak_in_flight', 0)})")
-    if turns.get("refused"):
-        line += f"; {turns['refused']:,} refused"
-    return line

@@ -1,19 +1,19 @@
 """Turn leases: one turn of a session at a time across every gateway process sharing the store.
 
 Why: with several workers (``hermes gateway run --workers N``) or several hosts on one PostgreSQL
-store, two processes could otherwise run turns of one session at once and interleave its transcript.
-Inside a process the runner already serialises a session's turns (its asyncio lock); across processes
-the runner also holds ``SessionDB.advisory_lock("turn:<session id>")`` for the whole turn. On
-PostgreSQL that is a session-level advisory lock on a connection of its own, so a worker that is
-SIGKILLed mid-turn loses its lease the moment its connection drops: the next message of that session
-is served by another worker at once, never after a timeout. With SQLite (one process) there is
-nothing to share and nothing is taken.
+store, two processes could otherwise run turns of one session at once and interleave its
+transcript. Inside a process the runner already serialises a session's turns (its asyncio lock);
+across processes the runner also holds ``SessionDB.advisory_lock("turn:<session id>")`` for the
+whole turn. On PostgreSQL that is a session-level advisory lock on a connection of its own, so a
+worker that is SIGKILLed mid-turn loses its lease the moment its connection drops: the next message
+of that session is served by another worker at once, never after a timeout. With SQLite (one
+process) there is nothing to share and nothing is taken.
 
-A worker that finds the lease taken waits for it (the busy policy ``queue``, across processes), in a
-thread of its own so the event loop never blocks, for at most ``gateway.turn_lease_wait`` seconds;
-past that the turn is refused with ``LeaseTimeout`` (a ``SessionBusy``: HTTP 409 on the API, a short
-reply in chats). A turn running on another worker cannot be interrupted from here, so the busy policy
-``interrupt`` waits too.
+A worker that finds the lease taken waits for it (the busy policy ``queue``, across processes), in
+a thread of its own so the event loop never blocks, for at most ``gateway.turn_lease_wait``
+seconds; past that the turn is refused with ``LeaseTimeout`` (a ``SessionBusy``: HTTP 409 on the
+API, a short reply in chats). A turn running on another worker cannot be interrupted from here, so
+the busy policy ``interrupt`` waits too.
 
 The lease is fenced: a worker whose lock connection died (the database restarted, a backend was
 terminated) has lost it, maybe to another worker, without knowing. Every message write of its turn
@@ -39,8 +39,9 @@ class LeaseTimeout(SessionBusy):
     """Another process kept running a turn of this session for longer than we may wait."""
 
     def __init__(self, session_id: str, waited: float) -> None:
-        super().__init__(f"Session {session_id} is running a turn on another gateway worker, still after "
-                         f"{waited:.0f} s; send the message again once it has answered.")
+        super().__init__(f"Session {session_id} is running a turn on another gateway worker, "
+                         f"still after {waited:.0f} s; send the message again once it has "
+                         "answered.")
         self.session_id, self.waited = session_id, waited
 
 
@@ -53,20 +54,6 @@ def is_shared(db: Any) -> bool:
     return getattr(db, "backend", "sqlite") == "postgresql"
 
 
-def lease_wait(gateway_cfg: dict[str, Any]) -> float:
-    """``gateway.turn_lease_wait`` in seconds (default 300); junk stops the gateway at start-up."""
-    raw = gateway_cfg.get("turn_lease_wait", DEFAULT_WAIT)
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        value = -1.0
-    if value < 0:
-        from hermes_core.config import ConfigError
-
-        raise ConfigError(f"gateway.turn_lease_wait must be a number of seconds >= 0, not {raw!r}")
-    return value
-
-
 class TurnLeases:
     """Takes and gives back turn leases for a runner; a no-op on a store no one else shares."""
 
@@ -74,11 +61,14 @@ class TurnLeases:
         self.db, self.wait = db, wait
         self.shared = is_shared(db)
         # waiting for a lease must never take a thread a running turn needs (see TurnThreads)
-        self._threads: Optional[TurnThreads] = TurnThreads(max_waiters, name="lease") if self.shared else None
+        self._threads: Optional[TurnThreads] = (TurnThreads(max_waiters, name="lease")
+                                                if self.shared else None)
 
-    async def take(self, session_id: str, wait: Optional[float] = None) -> Optional[ContextManager[bool]]:
+    async def take(self, session_id: str,
+                   wait: Optional[float] = None) -> Optional[ContextManager[bool]]:
         """Hold the session's lease (None on an unshared store). Raises ``LeaseTimeout`` after
-        ``wait`` seconds (default ``self.wait``); a store error propagates (the turn fails cleanly)."""
+        ``wait`` seconds (default ``self.wait``); a store error propagates (the turn fails
+        cleanly)."""
         if not self.shared:
             return None
         waited = self.wait if wait is None else wait
@@ -93,12 +83,14 @@ class TurnLeases:
             return held
         held = self.db.advisory_lock(lease_name(session_id), wait=waited)
         if waited <= 0 or not await self._enter(held):
-            log.warning("session %s: lease still held by another worker after %.0f s", session_id, waited)
+            log.warning("session %s: lease still held by another worker after %.0f s",
+                        session_id, waited)
             raise LeaseTimeout(session_id, waited)
         return held
 
     async def _enter(self, held: ContextManager[bool]) -> bool:
-        """Enter ``held`` in a lease thread; a lease got after the caller was cancelled goes back."""
+        """Enter ``held`` in a lease thread; a lease got after the caller was cancelled goes
+        back."""
         loop = asyncio.get_running_loop()
         entering = loop.run_in_executor(self._threads, held.__enter__)
         try:
@@ -130,7 +122,8 @@ class TurnLeases:
         try:
             held.__exit__(None, None, None)
         except Exception as exc:  # a dropped connection already released it
-            log.warning("giving back a turn lease failed (%s); the connection's end releases it", exc)
+            log.warning("giving back a turn lease failed (%s); the connection's end releases it",
+                        exc)
 
     def close(self) -> None:
         if self._threads is not None:

@@ -6,19 +6,14 @@ config.yaml (``gateway.dashboard: true``), so installing a surface never exposes
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
-_TRUE = ("1", "true", "yes", "on")
+from hermes_core.gateway_config import GatewayConfig
 
 
-def enabled(setting: str, gw: Mapping[str, Any]) -> bool:
+def enabled(setting: str, gw: GatewayConfig) -> bool:
     """Is a registration with this ``setting`` wanted by ``gateway:`` (pure)."""
-    if not setting:
-        return True
-    value = gw.get(setting)
-    if isinstance(value, dict):
-        value = value.get("enabled", True)
-    return value is True or str(value).strip().lower() in _TRUE
+    return not setting or gw.switch(setting)
 
 
 def plugin_registrars(cfg: Any) -> list[tuple[str, Callable[[Any], None]]]:
@@ -27,6 +22,5 @@ def plugin_registrars(cfg: Any) -> list[tuple[str, Callable[[Any], None]]]:
     from hermes_core.plugin_api import REGISTRY
 
     load_plugins(cfg)
-    gw = cfg.gateway if isinstance(cfg.gateway, dict) else {}
     return [(reg.name, reg.value) for reg in REGISTRY.of("api_routes")
-            if enabled(str(reg.options.get("setting") or ""), gw)]
+            if enabled(str(reg.options.get("setting") or ""), cfg.gateway)]

@@ -80,19 +80,19 @@ def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFa
     from agent.tool_selection import check_config
 
     check_config(cfg)  # an unknown toolset stops the gateway at start-up, not at the first message
-    gw = cfg.gateway if isinstance(cfg.gateway, dict) else {}
+    gw = cfg.gateway
     gateway_toolsets(gw)  # a bad gateway.toolsets stops the gateway at start-up too
     workdir = str(gateway_working_dir(gw))
 
-    def make(session_id: Optional[str], platform: str, model: Optional[str] = None, store: Any = None) -> Any:
-        from run_agent import AIAgent
+    def make(session_id: Optional[str], platform: str, model: Optional[str] = None,
+             store: Any = None) -> Any:
+        from agent.factory import AgentSpec, ProviderChoice, build_agent
 
         enabled, disabled = gateway_toolsets(gw)  # per agent: MCP toolsets appear as servers start
-        return AIAgent(base_url=settings.base_url, api_key=settings.api_key, model=model or settings.model,
-                       provider=settings.provider, context_length=settings.context_length, config=cfg,
-                       session_id=session_id, platform=platform, quiet_mode=True,
-                       session_db=store if store is not None else session_db,
-                       enabled_toolsets=enabled, disabled_toolsets=disabled, cwd=workdir, confine_to=workdir)
+        return build_agent(AgentSpec(
+            config=cfg, platform=platform, provider=ProviderChoice.of(settings, model),
+            session_id=session_id, session_db=store if store is not None else session_db,
+            enabled_toolsets=enabled, disabled_toolsets=disabled, cwd=workdir, confine_to=workdir))
 
     make.workdir = workdir  # type: ignore[attr-defined]  # where chat uploads are saved
     make.default_model = settings.model  # type: ignore[attr-defined]
@@ -540,9 +540,10 @@ class GatewayRunner:
             def call() -> Any:
                 since = self.capacity.started()
                 try:
-                    agent.status_callback = on_status
-                    agent.tool_progress_callback = req.tool_callback
-                    agent.approval_callback = req.approval_callback  # None: questions are denied
+                    from agent.callbacks import AgentHooks
+
+                    agent.hooks = AgentHooks(status=on_status, tool_progress=req.tool_callback,
+                                             approval=req.approval_callback)  # None: denied
                     agent.origin = req.origin  # a cronjob created in this turn is delivered back here
                     agent.write_fence = st.fence  # writes stop if our turn lease is lost mid-turn
                     agent.owner = owner_of(req.origin)  # a chat user reaches only their own data

@@ -5,8 +5,8 @@ spread turns over the machine's cores and survive each other. They share the API
 ``SO_REUSEPORT`` (the kernel spreads new connections over the workers' listening sockets) and one
 PostgreSQL store, which holds everything a second worker must see; the turn lease
 (``gateway.lease``) keeps two workers from running turns of one session at once, and one elected
-worker polls Telegram (``gateway.election``). SQLite is one process's store, so ``--workers`` above 1
-is refused with it.
+worker polls Telegram (``gateway.election``). SQLite is one process's store, so ``--workers``
+above 1 is refused with it.
 
 The supervisor itself serves nothing: it keeps the port reserved (so a restarted worker binds the
 same one), starts the workers, restarts one that dies (after a delay that doubles while it keeps
@@ -41,10 +41,11 @@ def restart_delay(failures: int) -> float:
     return min(MAX_BACKOFF, FIRST_BACKOFF * 2 ** max(0, failures - 1))
 
 
-def worker_argv(flags: list[str], index: int, port: Optional[int]) -> list[str]:
-    """The command line of worker ``index``: the supervisor's own ``run`` flags (``flags``, without
-    ``--workers``/``--port``), the reserved port, and its index."""
-    argv = [sys.executable, "-m", "gateway.cli", "run", *flags, "--worker", str(index)]
+def worker_argv(command: list[str], index: int, port: Optional[int]) -> list[str]:
+    """The command line of worker ``index``: the launcher's ``command`` (``hermes gateway run``
+    with the supervisor's own flags but ``--workers``/``--port``, handed over by the launcher:
+    the gateway never names it), its index, and the reserved port."""
+    argv = [*command, "--worker", str(index)]
     return argv + (["--port", str(port)] if port is not None else [])
 
 
@@ -72,24 +73,6 @@ def reserve_port(host: str, port: int) -> socket.socket:
     return sock
 
 
-def worker_lines(workers: list[dict[str, Any]]) -> list[str]:
-    """``hermes gateway status`` lines for a supervisor's workers (as ``gateway.json`` lists them,
-    with each worker's own figures merged in)."""
-    lines = []
-    for w in workers:
-        line = f"worker {w.get('index')}: {w.get('state')} (pid {w.get('pid')})"
-        turns = w.get("turns") or {}
-        if w.get("state") == "running":
-            line += (f", turns: {w.get('turns_completed', 0)} done, {turns.get('in_flight', 0)} in flight, "
-                     f"{turns.get('queued', 0)} queued")
-        if w.get("telegram"):
-            line += f", telegram: {w['telegram']}"
-        if w.get("restarts"):
-            line += f", restarts: {w['restarts']} (last: {w.get('last_exit')})"
-        lines.append(line)
-    return lines
-
-
 @dataclass
 class Worker:
     index: int
@@ -114,10 +97,10 @@ class Worker:
 class Supervisor:
     """Starts, watches and drains the workers; ``run()`` returns the process exit code."""
 
-    def __init__(self, count: int, flags: list[str], port: Optional[int], drain_timeout: float,
+    def __init__(self, count: int, command: list[str], port: Optional[int], drain_timeout: float,
                  write_status: Callable[..., None], out: IO[str] = sys.stdout) -> None:
         self.workers = [Worker(i) for i in range(count)]
-        self.flags, self.port, self.drain = flags, port, drain_timeout
+        self.command, self.port, self.drain = command, port, drain_timeout
         self.write_status, self.out = write_status, out
         self.stop = threading.Event()
         self.started = time.time()
@@ -130,8 +113,8 @@ class Supervisor:
         w.ready_line = ""
         w.restart_at = None
         w.started_at = time.time()
-        w.proc = subprocess.Popen(worker_argv(self.flags, w.index, self.port), stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.PIPE, text=True)
+        w.proc = subprocess.Popen(worker_argv(self.command, w.index, self.port),
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
         threading.Thread(target=self._read_stdout, args=(w, w.proc), name=f"worker{w.index}-out",
                          daemon=True).start()
         log.info("worker %d started (pid %d)", w.index, w.proc.pid)
@@ -154,8 +137,8 @@ class Supervisor:
         w.restart_at = time.monotonic() + delay
         w.restarts += 1
         w.proc = None
-        log.warning("worker %d died (%s) after %.0f s; restarting in %.1f s", w.index, w.last_exit, lived,
-                    delay)
+        log.warning("worker %d died (%s) after %.0f s; restarting in %.1f s", w.index, w.last_exit,
+                    lived, delay)
 
     # -- the loop ----------------------------------------------------------------------------------
     def run(self) -> int:
@@ -170,7 +153,8 @@ class Supervisor:
                     if not announced:  # a worker that cannot start: its stderr said why
                         log.error("worker %d failed to start (%s)", w.index, exit_reason(code))
                         self._shutdown(self.workers)
-                        self.write_status(state="stopped", error=f"worker {w.index} failed to start")
+                        self.write_status(state="stopped",
+                                          error=f"worker {w.index} failed to start")
                         return code if code > 0 else 1
                     self._on_death(w, code)
                 if w.proc is None and w.restart_at is not None and time.monotonic() >= w.restart_at:
@@ -219,7 +203,8 @@ class Supervisor:
             try:
                 w.proc.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                log.error("worker %d (pid %d) still running after the drain; killing it", w.index, w.proc.pid)
+                log.error("worker %d (pid %d) still running after the drain; killing it", w.index,
+                          w.proc.pid)
                 w.proc.kill()
                 w.proc.wait()
             w.last_exit = exit_reason(w.proc.returncode)

@@ -1,15 +1,15 @@
-"""Build an AIAgent from command-line flags and config: the one place the CLI meets the facade.
+"""Build an AIAgent from command-line flags and config: the CLI's spec for ``agent.factory``.
 
-Flags beat the environment, which beats config.yaml (resolve_provider does the merge). Keyword
-arguments the installed AIAgent does not accept are dropped rather than crashing, so the CLI
-keeps working while the facade grows.
+Flags beat the environment, which beats config.yaml (resolve_provider does the merge).
 """
 from __future__ import annotations
 
-import inspect
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from hermes_core.config import HermesConfig, ProviderSettings, resolve_provider
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent.callbacks import AgentHooks
 
 
 class CommandError(Exception):
@@ -71,21 +71,6 @@ def resolve_session_arg(args: Any, db: Any) -> Optional[str]:
     return None
 
 
-def _accepted(cls: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The keywords `cls` takes: its named parameters, plus the Hermes Agent ones AIAgent accepts
-    through **kwargs (anything else would be a TypeError there)."""
-    try:
-        params = inspect.signature(cls).parameters
-    except (TypeError, ValueError):
-        return kwargs
-    names = {n for n, p in params.items() if p.kind is not inspect.Parameter.VAR_KEYWORD}
-    if len(names) < len(params):
-        from agent.agent_kwargs import ACCEPTED
-
-        names |= ACCEPTED
-    return {k: v for k, v in kwargs.items() if k in names}
-
-
 def mutation_policy(provider: str, yolo: bool, interactive: bool) -> str:
     """What tools that change things may do: the embedded model acts only with consent, asked in
     the REPL; a one-shot run has no one to ask, so it refuses them (--yolo allows)."""
@@ -96,27 +81,20 @@ def mutation_policy(provider: str, yolo: bool, interactive: bool) -> str:
 
 def build_agent(args: Any, cfg: HermesConfig, *, session_db: Any = None,
                 session_id: Optional[str] = None, yolo: Optional[bool] = None,
-                tool_progress_callback: Optional[Callable[[dict], None]] = None,
-                status_callback: Optional[Callable[[str, str], None]] = None,
-                approval_callback: Optional[Callable[[str, str], str]] = None,
-                interactive: bool = True, cwd: Optional[str] = None,
-                platform: str = "cli") -> Any:
+                hooks: Optional[AgentHooks] = None, interactive: bool = True,
+                cwd: Optional[str] = None, platform: str = "cli") -> Any:
     """An AIAgent for the cli platform, persisting into `session_db` (the default store if None).
 
     `interactive`: a user can answer approval questions (the REPL), so mutations may be asked for;
     `cwd`/`platform`: another surface's (``hermes acp``: the editor's folder, platform ``acp``)."""
-    from run_agent import AIAgent
+    from agent.callbacks import AgentHooks
+    from agent.factory import AgentSpec, ProviderChoice
+    from agent.factory import build_agent as build
 
     ps = provider_settings(args, cfg)
     yolo = bool(getattr(args, "yolo", False) if yolo is None else yolo)
-    kwargs: dict[str, Any] = dict(
-        base_url=ps.base_url, api_key=ps.api_key, model=ps.model, provider=ps.provider,
-        max_iterations=getattr(args, "max_turns", None) or cfg.agent.max_turns,
-        quiet_mode=True, session_db=session_db, session_id=session_id,
-        enabled_toolsets=toolsets(args), config=cfg, platform=platform, cwd=cwd,
-        context_length=ps.context_length,
-        yolo=yolo, tool_progress_callback=tool_progress_callback, status_callback=status_callback,
-        approval_callback=approval_callback,
-        mutating_tools=mutation_policy(ps.provider, yolo, interactive),
-    )
-    return AIAgent(**_accepted(AIAgent, kwargs))
+    return build(AgentSpec(
+        config=cfg, platform=platform, provider=ProviderChoice.of(ps), session_db=session_db,
+        session_id=session_id, enabled_toolsets=toolsets(args), cwd=cwd, yolo=yolo,
+        hooks=hooks or AgentHooks(), mutating_tools=mutation_policy(ps.provider, yolo, interactive),
+        max_iterations=getattr(args, "max_turns", None) or cfg.agent.max_turns))

@@ -283,7 +283,9 @@ def run_repl(args: Any, cfg: Any) -> int:
     """`hermes` / `hermes chat` on a terminal."""
     from hermes_core.home import ensure_home
     from tools.mcp.manager import shutdown_servers, start_servers
-    from hermes_cli.agent_factory import build_agent, local_notice, open_db, provider_settings, resolve_session_arg
+    from agent.callbacks import AgentHooks
+    from hermes_cli.agent_factory import (build_agent, local_notice, open_db, provider_settings,
+                                          resolve_session_arg)
 
     home = ensure_home()  # 0700: transcripts, keys and the prompt history live here
     r = Renderer()
@@ -297,10 +299,10 @@ def run_repl(args: Any, cfg: Any) -> int:
 
     def factory(sid: Optional[str]) -> Any:
         chat = holder.get("chat")
+        hooks = AgentHooks(tool_progress=r.on_tool, status=r.on_status,
+                           approval=lambda c, why: holder["chat"].approval_callback(c, why))
         return build_agent(args, cfg, session_db=db, session_id=sid,
-                           yolo=chat.yolo if chat else bool(args.yolo),
-                           tool_progress_callback=r.on_tool, status_callback=r.on_status,
-                           approval_callback=lambda c, why: holder["chat"].approval_callback(c, why))
+                           yolo=chat.yolo if chat else bool(args.yolo), hooks=hooks)
 
     chat = ChatSession(factory, r, session_id=session_id, db=db, yolo=bool(args.yolo),
                        debug=bool(args.debug), notice=lambda line: _show_notice(holder, r, line))

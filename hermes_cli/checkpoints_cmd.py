@@ -30,7 +30,8 @@ def add_parser(sub: Any) -> None:
         a.add_argument("--dir", metavar="DIR", help="working directory (default: the current)")
         if name == "restore":
             a.add_argument("--yes", action="store_true", help="restore without asking")
-    p.set_defaults(func=run)
+        a.set_defaults(func=_in_repo(_list if name == "list" else _diff_or_restore))
+    p.set_defaults(func=_in_repo(_list))  # bare `hermes checkpoints` lists
 
 
 def repo(workdir: Path, cfg: Any = None) -> Any:
@@ -108,33 +109,42 @@ def _workdir(args: argparse.Namespace, cfg: Any) -> Path:
     return path
 
 
-def run(args: argparse.Namespace) -> int:
-    from hermes_core.config import load_config
-    from tools.checkpoints.store import CheckpointError
+def _in_repo(action: Callable[[argparse.Namespace, Any], int]
+             ) -> Callable[[argparse.Namespace], int]:
+    """A ``hermes checkpoints`` action as an argparse handler: the working directory's shadow
+    repository ready, a checkpoint error as one line."""
+    def handler(args: argparse.Namespace) -> int:
+        from hermes_core.config import load_config
+        from tools.checkpoints.store import CheckpointError
 
-    cfg = load_config()
-    action = getattr(args, "checkpoints_action", None) or "list"
-    shadow = repo(_workdir(args, cfg), cfg)
-    try:
-        if action == "list":
-            print("\n".join(list_lines(shadow.list(), shadow.workdir)))
-            return 0
-        target = shadow.resolve(args.checkpoint)
-        preview = shadow.diff(target.commit)
-        if action == "diff" or not preview:
-            print(preview or f"Nothing to restore: {shadow.workdir} already matches "
-                             f"{target.short}.")
-            return 0
-        print(preview, end="" if preview.endswith("\n") else "\n")
-        if not args.yes and not _ask_yes(f"Restore {target.short} in {shadow.workdir}? [y/N] "):
-            print("Not restored.")
-            return 1
-        before, _ = shadow.restore(target.commit)
-        print(f"Restored {target.short}. The state before it is checkpoint {before.short}: "
-              f"`hermes checkpoints restore {before.short}` undoes this.")
+        cfg = load_config()
+        shadow = repo(_workdir(args, cfg), cfg)
+        try:
+            return action(args, shadow)
+        except CheckpointError as exc:
+            raise ValueError(str(exc)) from None
+    return handler
+
+
+def _list(args: argparse.Namespace, shadow: Any) -> int:
+    print("\n".join(list_lines(shadow.list(), shadow.workdir)))
+    return 0
+
+
+def _diff_or_restore(args: argparse.Namespace, shadow: Any) -> int:
+    target = shadow.resolve(args.checkpoint)
+    preview = shadow.diff(target.commit)
+    if args.checkpoints_action == "diff" or not preview:
+        print(preview or f"Nothing to restore: {shadow.workdir} already matches {target.short}.")
         return 0
-    except CheckpointError as exc:
-        raise ValueError(str(exc)) from None
+    print(preview, end="" if preview.endswith("\n") else "\n")
+    if not args.yes and not _ask_yes(f"Restore {target.short} in {shadow.workdir}? [y/N] "):
+        print("Not restored.")
+        return 1
+    before, _ = shadow.restore(target.commit)
+    print(f"Restored {target.short}. The state before it is checkpoint {before.short}: "
+          f"`hermes checkpoints restore {before.short}` undoes this.")
+    return 0
 
 
 def _ask_yes(question: str) -> bool:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import Any, Callable
 
-from hermes_core.config import ConfigError, config_path, env_path, parse_config, read_raw_config
+from hermes_core.config import config_path, env_path, parse_config, read_raw_config
 from hermes_core.config_edit import (MISSING, SECRET_KEYS, del_dotted, get_dotted,  # noqa: F401
                                      is_secret, looks_secret, mask, masked_tree, parse_value,
                                      read_env_file, secret_env_var, set_dotted, set_key,
@@ -63,22 +63,10 @@ def cmd_get(key: str, out=sys.stdout, err=sys.stderr) -> int:
     return 0
 
 
-def check_gateway_values(raw: dict) -> None:
-    """The gateway's own parsers of its whole-number settings, run on a `config set` so a value
-    that would stop `hermes gateway run` is refused before it is written."""
-    from gateway.capacity import turn_settings
-    from gateway.lease import lease_wait
-
-    gw = raw.get("gateway") if isinstance(raw.get("gateway"), dict) else {}
-    turn_settings(gw)
-    lease_wait(gw)
-
-
 def cmd_set(key: str, text: str, out=sys.stdout, force: bool = False) -> int:
     """Set one dotted key; an unknown key (a typo) is refused unless ``force``, and the value must
     load (type, range, time zone) before anything is written."""
-    check = check_gateway_values if key.strip().startswith("gateway.") else None
-    out.write(set_key(key, text, force=force, check=check) + "\n")
+    out.write(set_key(key, text, force=force) + "\n")
     return 0
 
 
@@ -103,18 +91,33 @@ def cmd_show_prompt(args: Any, out=sys.stdout) -> int:
     return 0
 
 
-def run(args: Any) -> int:
-    """Dispatch `hermes config <action>` from parsed arguments."""
-    action = getattr(args, "config_action", None) or "show"
-    ensure_home()
-    if action == "show" and getattr(args, "prompt", False):
-        return cmd_show_prompt(args)
-    if action == "show":
-        return cmd_show()
-    if action == "get":
-        return cmd_get(args.key)
-    if action == "set":
-        return cmd_set(args.key, args.value, force=bool(getattr(args, "force", False)))
-    if action == "path":
-        return cmd_path()
-    raise ConfigError(f"unknown config action {action!r}")
+def _home_first(fn: Callable[..., int]) -> Callable[[Any], int]:
+    """A `hermes config` action as an argparse handler: HERMES_HOME exists first."""
+    def handler(args: Any) -> int:
+        ensure_home()
+        return fn(args)
+    return handler
+
+
+def _show(args: Any) -> int:
+    return cmd_show_prompt(args) if getattr(args, "prompt", False) else cmd_show()
+
+
+def add_parser(sub: Any) -> None:
+    pg = sub.add_parser("config", help="show, get or set configuration")
+    pg.set_defaults(func=_home_first(_show))  # bare `hermes config` shows
+    cs = pg.add_subparsers(dest="config_action", metavar="ACTION")
+    sh = cs.add_parser("show", help="config.yaml with secrets masked")
+    sh.add_argument("--prompt", action="store_true",
+                    help="instead: the fixed prompt's tokens by part (system prompt + tool schemas)")
+    sh.set_defaults(func=_home_first(_show))
+    g = cs.add_parser("get", help="one value by dotted key, e.g. model.default")
+    g.add_argument("key", metavar="KEY")
+    g.set_defaults(func=_home_first(lambda args: cmd_get(args.key)))
+    s = cs.add_parser("set", help="set a dotted key (secrets go to .env, mode 600)")
+    s.add_argument("key", metavar="KEY")
+    s.add_argument("value", metavar="VALUE")
+    s.add_argument("--force", action="store_true", help="write a key hermes does not know")
+    s.set_defaults(func=_home_first(lambda args: cmd_set(args.key, args.value, force=args.force)))
+    pp = cs.add_parser("path", help="where config.yaml lives")
+    pp.set_defaults(func=_home_first(lambda args: cmd_path()))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import Any, Callable
 
 from hermes_cli.agent_factory import CommandError, UsageError
 
@@ -32,17 +32,21 @@ def _job_fields(p: argparse.ArgumentParser, creating: bool) -> None:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("cron", help="scheduled jobs: list, create, edit, pause, resume, run, "
                                     "remove, runs, tick")
+    p.set_defaults(func=_with_store(_list))  # bare `hermes cron` lists
     cs = p.add_subparsers(dest="cron_action", metavar="ACTION")
     ls = cs.add_parser("list", help="every job with its next run")
     ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=_with_store(_list))
     cr = cs.add_parser("create", help="schedule a prompt: hermes cron create 'every 1h' 'check x'")
     cr.add_argument("words", nargs="*", metavar="SCHEDULE PROMPT",
                     help="the schedule, then the prompt (or use --schedule/--prompt)")
     _job_fields(cr, creating=True)
     cr.add_argument("--json", action="store_true")
+    cr.set_defaults(func=_with_store(_create))
     ed = cs.add_parser("edit", help="change a job's schedule, prompt, name, delivery, …")
     ed.add_argument("job", help=_JOB_HELP)
     _job_fields(ed, creating=False)
+    ed.set_defaults(func=_with_store(_edit))
     for action, text in (("pause", "stop running a job (keeps it)"),
                          ("resume", "start a paused job again"),
                          ("remove", "delete a job and its run history"),
@@ -51,26 +55,33 @@ def add_parser(sub: Any) -> None:
         a.add_argument("job", help=_JOB_HELP)
         if action == "remove":
             a.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+        a.set_defaults(func=_with_store(_ACTIONS[action]))
     rn = cs.add_parser("runs", help="recent runs (of one job, or all)")
     rn.add_argument("job", nargs="?", help=_JOB_HELP)
     rn.add_argument("--limit", type=int, default=20)
     rn.add_argument("--json", action="store_true")
+    rn.set_defaults(func=_with_store(_runs))
     tk = cs.add_parser("tick", help="run the jobs that are due, once (for a system crontab)")
     tk.add_argument("-q", "--quiet", action="store_true", help="print nothing when nothing is due")
+    tk.set_defaults(func=_with_store(_tick))
 
 
-def run(args: argparse.Namespace) -> int:
-    from hermes_core.config import load_config
-    from cron.jobs import JobError
-    from hermes_cli.agent_factory import open_db
+def _with_store(action: Callable[[argparse.Namespace, Any, Any], int]
+                ) -> Callable[[argparse.Namespace], int]:
+    """A ``hermes cron`` action as an argparse handler: the config and the store ready around
+    it, a job error as one line."""
+    def handler(args: argparse.Namespace) -> int:
+        from hermes_core.config import load_config
+        from cron.jobs import JobError
+        from hermes_cli.agent_factory import open_db
 
-    action = args.cron_action or "list"
-    cfg = load_config()
-    with open_db() as db:
-        try:
-            return _ACTIONS[action](args, db, cfg)
-        except JobError as exc:
-            raise CommandError(str(exc)) from None
+        cfg = load_config()
+        with open_db() as db:
+            try:
+                return action(args, db, cfg)
+            except JobError as exc:
+                raise CommandError(str(exc)) from None
+    return handler
 
 
 # -- actions ---------------------------------------------------------------------------------
@@ -225,5 +236,4 @@ def _tick(args: argparse.Namespace, db: Any, cfg: Any) -> int:
     return 1 if failed else 0
 
 
-_ACTIONS = {"list": _list, "create": _create, "edit": _edit, "pause": _pause, "resume": _resume,
-            "remove": _remove, "rm": _remove, "run": _run_now, "runs": _runs, "tick": _tick}
+_ACTIONS = {"pause": _pause, "resume": _resume, "remove": _remove, "run": _run_now}

@@ -203,6 +203,11 @@ def check_plugins(cfg: Any) -> Check:
     return Check(OK, "plugins", summary + (f", {off} off (`hermes plugins list`)" if off else ""))
 
 
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("doctor", help="check config, provider, session store and local model")
+    p.set_defaults(func=run)
+
+
 def run(args: Any = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     """The checks on stdout; when any failed, one line on stderr naming them, and exit 1."""
     checks: list[Check] = []

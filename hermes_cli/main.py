@@ -36,7 +36,18 @@ def _add_agent_flags(p: argparse.ArgumentParser, sub: bool) -> None:
                    help="attach an image to the (first) message; repeatable", **d)
 
 
+# `hermes COMMAND`: each module's add_parser binds its handlers with set_defaults(func=...); the
+# order is --help's
+COMMAND_MODULES = ("sessions", "memory_cmd", "skills_cmd", "cron_cmd", "store_cmd",
+                   "checkpoints_cmd", "config_cmd", "setup", "doctor", "mcp_cmd", "plugins_cmd",
+                   "dashboard_cmd", "acp_cmd", "gateway_cmd", "pairing_cmd")
+NO_DOTENV = ("sessions", "memory", "skills", "setup")  # they never read HERMES_HOME/.env
+QUIET_CONFIG = ("doctor", "gateway", "pairing")  # name unknown keys themselves (or not at all)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    import importlib
+
     p = OneLineParser(
         prog="hermes", description="A self-hosted AI agent. With no command: an interactive chat.",
         epilog="`hermes COMMAND --help` describes each command.")
@@ -50,65 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_agent_flags(pc, sub=True)
     pc.add_argument("-z", metavar="MSG", dest="oneshot_quiet", default=argparse.SUPPRESS,
                     help="answer one message; print only the final answer")
-
-    from hermes_cli.memory_cmd import add_parser as add_memory
-    from hermes_cli.sessions import add_parser as add_sessions
-
-    add_sessions(sub)
-    add_memory(sub)
-    from hermes_cli.skills_cmd import add_parser as add_skills
-
-    add_skills(sub)
-
-    from hermes_cli.cron_cmd import add_parser as add_cron
-
-    add_cron(sub)
-    from hermes_cli.store_cmd import add_parser as add_store
-
-    add_store(sub)
-    from hermes_cli.checkpoints_cmd import add_parser as add_checkpoints
-
-    add_checkpoints(sub)
-
-    pg = sub.add_parser("config", help="show, get or set configuration")
-    cs = pg.add_subparsers(dest="config_action", metavar="ACTION")
-    sh = cs.add_parser("show", help="config.yaml with secrets masked")
-    sh.add_argument("--prompt", action="store_true",
-                    help="instead: the fixed prompt's tokens by part (system prompt + tool schemas)")
-    g = cs.add_parser("get", help="one value by dotted key, e.g. model.default")
-    g.add_argument("key", metavar="KEY")
-    s = cs.add_parser("set", help="set a dotted key (secrets go to .env, mode 600)")
-    s.add_argument("key", metavar="KEY")
-    s.add_argument("value", metavar="VALUE")
-    s.add_argument("--force", action="store_true", help="write a key hermes does not know")
-    cs.add_parser("path", help="where config.yaml lives")
-
-    ps = sub.add_parser("setup", help="choose a model provider (wizard, or flags with --non-interactive)")
-    ps.add_argument("--non-interactive", action="store_true", help="use the flags, ask nothing")
-    ps.add_argument("--provider", dest="setup_provider", type=provider_name, help=provider_help())
-    ps.add_argument("--base-url", dest="setup_base_url", metavar="URL")
-    ps.add_argument("--model", dest="setup_model")
-    ps.add_argument("--api-key", dest="setup_api_key", metavar="KEY")
-    ps.add_argument("--model-path", dest="setup_model_path", metavar="GGUF", help="GGUF file for provider local")
-
-    sub.add_parser("doctor", help="check config, provider, session store and local model")
-
-    from hermes_cli.mcp_cmd import add_parser as add_mcp
-
-    add_mcp(sub)
-    from hermes_cli.plugins_cmd import add_parser as add_plugins
-
-    add_plugins(sub)
-    from hermes_cli.dashboard_cmd import add_parser as add_dashboard
-
-    add_dashboard(sub)
-    from hermes_cli.acp_cmd import add_parser as add_acp
-
-    add_acp(sub)
-
-    # listed for --help; main() hands these to gateway/cli.py, which parses its own flags
-    sub.add_parser("gateway", help="run the gateway (API server, Telegram) or show its status")
-    sub.add_parser("pairing", help="approve, list or revoke chat users who asked for access")
+    pc.set_defaults(func=run_chat)
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"hermes_cli.{name}").add_parser(sub)
     return p
 
 
@@ -131,8 +86,8 @@ def _load_config() -> Any:
 
 def config_warnings(args: argparse.Namespace) -> list[str]:
     """Keys of config.yaml nothing reads (typos, mostly), each with the closest known key; doctor
-    lists them itself, and junk YAML is the command's own one-line error."""
-    if args.command == "doctor":
+    lists them itself, the gateway logs them, and junk YAML is the command's own one-line error."""
+    if args.command in QUIET_CONFIG:
         return []
     from hermes_core.config import ConfigError, config_path, read_raw_config
     from hermes_core.config_keys import warning_lines
@@ -144,61 +99,19 @@ def config_warnings(args: argparse.Namespace) -> list[str]:
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    cmd = args.command
-    func = getattr(args, "func", None)
-    if func is not None:  # commands bound with set_defaults(func=...)
+    """Run the handler the parser bound (``set_defaults(func=...)``); no command: the chat."""
+    func = getattr(args, "func", None) or (run_chat if args.command is None else None)
+    if func is None:
+        raise RuntimeError(f"`hermes {args.command}` has no handler (a bug: report it)")
+    if args.command not in NO_DOTENV:
         from hermes_core.config import load_env_file
 
         load_env_file()
-        return func(args)
-    if cmd == "sessions":
-        from hermes_cli import sessions
+    return func(args)
 
-        return sessions.run(args)
-    if cmd == "memory":
-        from hermes_cli import memory_cmd
 
-        return memory_cmd.run(args)
-    if cmd == "skills":
-        from hermes_cli import skills_cmd
-
-        return skills_cmd.run(args)
-    if cmd == "cron":
-        from hermes_core.config import load_env_file
-        from hermes_cli import cron_cmd
-
-        load_env_file()
-        return cron_cmd.run(args)
-    if cmd == "store":
-        from hermes_core.config import load_env_file
-        from hermes_cli import store_cmd
-
-        load_env_file()
-        return store_cmd.run(args)
-    if cmd == "config":
-        from hermes_core.config import load_env_file
-        from hermes_cli import config_cmd
-
-        load_env_file()
-        return config_cmd.run(args)
-    if cmd == "setup":
-        from hermes_cli import setup
-
-        return setup.run(args)
-    if cmd == "mcp":
-        from hermes_core.config import load_env_file
-        from hermes_cli import mcp_cmd
-
-        load_env_file()
-        return mcp_cmd.run(args)
-    if cmd == "doctor":
-        from hermes_core.config import load_env_file
-        from hermes_cli import doctor
-
-        load_env_file()
-        return doctor.run(args)
-
-    # chat: one-shot or interactive
+def run_chat(args: argparse.Namespace) -> int:
+    """``hermes [chat]``: one-shot (``-q``/``-z``, or a question piped on stdin) or the REPL."""
     quiet_msg: Optional[str] = getattr(args, "oneshot_quiet", None)
     query: Optional[str] = getattr(args, "query", None)
     if quiet_msg is None and query is None and not sys.stdin.isatty():
@@ -222,10 +135,6 @@ def dispatch(args: argparse.Namespace) -> int:
 
 def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in ("gateway", "pairing"):  # they parse their own flags, --help included
-        from gateway import cli as gateway_cli
-
-        return (gateway_cli.gateway_main if argv[0] == "gateway" else gateway_cli.pairing_main)(argv[1:])
     args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     import logging

@@ -45,25 +45,25 @@ def add_parser(sub: Any) -> None:
     t.add_argument("name", metavar="NAME")
     r = acts.add_parser("remove", help="remove a server from config.yaml")
     r.add_argument("name", metavar="NAME")
-    acts.add_parser("serve", help="be an MCP server on stdio (for Claude Desktop, Cursor, ...)")
+    sv = acts.add_parser("serve", help="be an MCP server on stdio (for Claude Desktop, Cursor, ...)")
+    a.set_defaults(func=cmd_add)
+    ls.set_defaults(func=lambda args: cmd_list(json_out=args.json, connect=not args.no_connect))
+    t.set_defaults(func=lambda args: cmd_test(args.name))
+    r.set_defaults(func=lambda args: cmd_remove(args.name))
+    sv.set_defaults(func=_serve)
+    p.set_defaults(func=_usage)
 
 
-def run(args: Any) -> int:
-    action = getattr(args, "mcp_action", None)
-    if action == "add":
-        return cmd_add(args)
-    if action == "list":
-        return cmd_list(json_out=args.json, connect=not args.no_connect)
-    if action == "test":
-        return cmd_test(args.name)
-    if action == "remove":
-        return cmd_remove(args.name)
-    if action == "serve":
-        from hermes_cli import mcp_serve_cmd
-
-        return mcp_serve_cmd.run(args)
+def _usage(_args: Any) -> int:
+    """Bare ``hermes mcp``: the actions, exit 2."""
     sys.stderr.write("usage: hermes mcp {add,list,test,remove,serve} (see `hermes mcp --help`)\n")
     return 2
+
+
+def _serve(args: Any) -> int:
+    from hermes_cli import mcp_serve_cmd
+
+    return mcp_serve_cmd.run(args)
 
 
 # ---- config.yaml ----------------------------------------------------------------------------

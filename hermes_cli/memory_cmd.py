@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from tools.memory import format as fmt
 from tools.memory import store as store
@@ -34,6 +34,8 @@ def add_parser(sub: Any) -> None:
             a.add_argument("--json", action="store_true", help="machine-readable output")
         if name == "clear":
             a.add_argument("--yes", action="store_true", help="do not ask")
+        a.set_defaults(func=_ACTIONS[name])
+    p.set_defaults(func=_ACTIONS["show"])  # bare `hermes memory` shows both
 
 
 def _targets(target: Optional[str]) -> list[str]:
@@ -155,18 +157,21 @@ def cmd_clear(target: Optional[str], yes: bool, out=sys.stdout) -> int:
     return 0
 
 
-def run(args: Any) -> int:
-    from hermes_cli.agent_factory import CommandError
+def _store_errors(action: Callable[[Any], int]) -> Callable[[Any], int]:
+    """A ``hermes memory`` action as an argparse handler: a broken store is one line."""
+    def handler(args: Any) -> int:
+        from hermes_cli.agent_factory import CommandError
 
-    action = getattr(args, "memory_action", None) or "show"
-    target = getattr(args, "target", None)
-    try:
-        if action == "show":
-            return cmd_show(target, bool(getattr(args, "json", False)))
-        if action == "edit":
-            return cmd_edit(target)
-        if action == "clear":
-            return cmd_clear(target, bool(getattr(args, "yes", False)))
-    except store.MemoryStoreError as exc:
-        raise CommandError(str(exc)) from None
-    raise ValueError(f"unknown memory action {action!r}")
+        try:
+            return action(args)
+        except store.MemoryStoreError as exc:
+            raise CommandError(str(exc)) from None
+    return handler
+
+
+_ACTIONS = {
+    "show": _store_errors(lambda a: cmd_show(getattr(a, "target", None),
+                                             bool(getattr(a, "json", False)))),
+    "edit": _store_errors(lambda a: cmd_edit(a.target)),
+    "clear": _store_errors(lambda a: cmd_clear(a.target, bool(a.yes))),
+}

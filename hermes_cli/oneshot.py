@@ -135,9 +135,11 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
     else:
         tool_cb, status_cb = _plain_tool_line, _plain_status
 
-    agent = build_agent(args, cfg, session_db=db, session_id=session_id,
-                        tool_progress_callback=tool_cb, status_callback=status_cb,
-                        approval_callback=approval, interactive=False)
+    from agent.callbacks import AgentHooks
+
+    hooks = AgentHooks(tool_progress=tool_cb, status=status_cb, approval=approval)
+    agent = build_agent(args, cfg, session_db=db, session_id=session_id, hooks=hooks,
+                        interactive=False)
     if session_id and not quiet:
         sys.stderr.write(f"• resumed session {session_id} ({len(agent.history())} messages)\n")
     message = _with_skill(message, cfg, quiet)

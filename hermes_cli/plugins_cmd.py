@@ -17,17 +17,12 @@ def add_parser(sub: Any) -> None:
     acts = p.add_subparsers(dest="plugins_action", metavar="ACTION")
     ls = acts.add_parser("list", help="every plugin found, with its source and status")
     ls.add_argument("--json", action="store_true", help="a JSON array of objects")
+    ls.set_defaults(func=lambda args: cmd_list(args.json))
     for action, what in (("enable", "load it from the next start"), ("disable", "stop loading it")):
         a = acts.add_parser(action, help=what)
         a.add_argument("name", metavar="NAME")
-    p.set_defaults(func=run)
-
-
-def run(args: Any) -> int:
-    action = getattr(args, "plugins_action", None) or "list"
-    if action == "list":
-        return cmd_list(bool(getattr(args, "json", False)))
-    return cmd_toggle(args.name, on=(action == "enable"))
+        a.set_defaults(func=lambda args, on=(action == "enable"): cmd_toggle(args.name, on=on))
+    p.set_defaults(func=lambda args: cmd_list(False))  # bare `hermes plugins` lists
 
 
 def _status(info: Any) -> str:

@@ -9,7 +9,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional, TextIO
+from typing import Any, Callable, Optional, TextIO
 
 
 from hermes_core.messages import content_text as _content_text
@@ -151,13 +151,15 @@ def removal_lines(rows: list[dict]) -> list[str]:
             for r in rows]
 
 
-def run(args: Any, out: TextIO = sys.stdout) -> int:
-    action = getattr(args, "sessions_action", None) or "list"
-    db = open_db()
-    try:
-        return _dispatch(db, action, args, out)
-    finally:
-        db.close()
+def _on_store(action: Callable[[Any, Any, TextIO], int]) -> Callable[..., int]:
+    """A ``hermes sessions`` action as an argparse handler: the store is open around it."""
+    def handler(args: Any, out: TextIO = sys.stdout) -> int:
+        db = open_db()
+        try:
+            return action(db, args, out)
+        finally:
+            db.close()
+    return handler
 
 
 def _list(db: Any, args: Any, out: TextIO) -> int:
@@ -235,15 +237,6 @@ def _rename(db: Any, args: Any, out: TextIO) -> int:
     return 0
 
 
-def _dispatch(db: Any, action: str, args: Any, out: TextIO) -> int:
-    """One ``hermes sessions`` action (bare ``hermes sessions`` lists, with the defaults)."""
-    actions = {"list": _list, "show": _show, "search": _search, "export": _export,
-               "rename": _rename, "delete": _delete, "prune": _prune}
-    if action not in actions:
-        raise CommandError(f"unknown sessions action {action!r}")
-    return actions[action](db, args, out)
-
-
 def _delete(db: Any, args: Any, out: TextIO) -> int:
     sid = resolve(db, args.session)
     _check_can_ask(args.yes, f"not deleting {sid}")
@@ -289,6 +282,7 @@ def add_parser(sub: Any) -> None:
     pl.add_argument("--limit", type=positive_int, default=30, metavar="N")
     pl.add_argument("--source", help="only sessions from this surface (cli, telegram, api, ...)")
     pl.add_argument("--json", action="store_true", help="a JSON array of session objects")
+    pl.set_defaults(func=_on_store(_list))
     ps = ss.add_parser("show", help="print a session's messages")
     ps.add_argument("session", metavar="ID", help="id, id prefix or title")
     ps.add_argument("--all", action="store_true", help="include compacted messages")
@@ -296,23 +290,29 @@ def add_parser(sub: Any) -> None:
                     help="list the subagents it delegated to instead of its messages")
     ps.add_argument("--json", action="store_true",
                     help="one JSON object: the session and its messages (--children: an array)")
+    ps.set_defaults(func=_on_store(_show))
     pq = ss.add_parser("search", help="full-text search over every message")
     pq.add_argument("query", metavar="QUERY")
     pq.add_argument("--limit", type=positive_int, default=20, metavar="N")
     pq.add_argument("--json", action="store_true", help="a JSON array of matching messages")
+    pq.set_defaults(func=_on_store(_search))
     pe = ss.add_parser("export", help="write a session as markdown or jsonl")
     pe.add_argument("session", metavar="ID")
     pe.add_argument("--format", choices=tuple(EXPORT_FORMATS),
                     help="markdown, jsonl or json (default: from the -o file name, else markdown)")
     pe.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    pe.set_defaults(func=_on_store(_export))
     pr = ss.add_parser("rename", help="set a session's title")
     pr.add_argument("session", metavar="ID")
     pr.add_argument("title", metavar="TITLE")
+    pr.set_defaults(func=_on_store(_rename))
     pd = ss.add_parser("delete", help="delete a session and its messages")
     pd.add_argument("session", metavar="ID")
     pd.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    pd.set_defaults(func=_on_store(_delete))
     pp = ss.add_parser("prune", help="delete sessions idle for more than DAYS (asks first)")
     pp.add_argument("--older-than", type=float, required=True, metavar="DAYS")
     pp.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     pp.add_argument("--force", action="store_true", help="include sessions active in the last hour")
-    p.set_defaults(sessions_action=None)
+    pp.set_defaults(func=_on_store(_prune))
+    p.set_defaults(sessions_action=None, func=_on_store(_list))  # bare `hermes sessions` lists

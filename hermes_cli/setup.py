@@ -16,6 +16,7 @@ from agent.providers import models
 from hermes_core import provider_table as catalog
 from hermes_core.config import ConfigError, config_path, parse_config, read_raw_config
 from hermes_cli.config_cmd import mask, write_config, write_env_var
+from hermes_cli.parsing import provider_help, provider_name
 
 SETUP_TIMEOUT = float(os.environ.get("HERMES_SETUP_TIMEOUT", "5"))
 
@@ -190,6 +191,19 @@ def wizard(reader: Callable[[str], str] = input, secret_reader: Optional[Callabl
     suggested = current.get("default") or (None if found.ids else info.default_model)
     model = _ask_model(found, suggested, reader, out)
     return apply(provider, url, model, key, out=out, found=found)
+
+
+def add_parser(sub: Any) -> None:
+    ps = sub.add_parser("setup",
+                        help="choose a model provider (wizard, or flags with --non-interactive)")
+    ps.add_argument("--non-interactive", action="store_true", help="use the flags, ask nothing")
+    ps.add_argument("--provider", dest="setup_provider", type=provider_name, help=provider_help())
+    ps.add_argument("--base-url", dest="setup_base_url", metavar="URL")
+    ps.add_argument("--model", dest="setup_model")
+    ps.add_argument("--api-key", dest="setup_api_key", metavar="KEY")
+    ps.add_argument("--model-path", dest="setup_model_path", metavar="GGUF",
+                    help="GGUF file for provider local")
+    ps.set_defaults(func=run)
 
 
 def run(args: Any) -> int:

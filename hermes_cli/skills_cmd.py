@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 from hermes_cli.agent_factory import CommandError
 
@@ -95,41 +95,52 @@ def _history(home: Any, cfg: Any, args: Any, out: TextIO) -> int:
     return 0
 
 
-def run(args: Any, out: TextIO = sys.stdout) -> int:
-    from tools.skills.store import SkillStore, SkillStoreError
+def _install(home: Any, cfg: Any, args: Any, out: TextIO) -> int:
+    from tools.skills.store import SkillStore
 
-    action = getattr(args, "skills_action", None) or "list"
-    home, cfg = _home_and_config()
-    try:
-        if action == "list":
-            return _list(home, cfg, args, out)
-        if action == "show":
-            return _show(home, cfg, args, out)
-        if action == "history":
-            return _history(home, cfg, args, out)
-        store = SkillStore(home, cfg, actor="cli")
-        if action == "install":
-            path = store.install(args.path, category=args.category, force=args.force)
-            out.write(f"installed {path.name} at {path}\n")
-        elif action == "remove":
-            from hermes_cli.confirm import go_ahead
-
-            skill = store.find(args.name)
-            question = f"Remove skill {skill.name} ({skill.path})?"
-            if not go_ahead(args.yes, f"not removing skill {skill.name}", question, out):
-                return 0
-            path = store.delete(args.name)
-            out.write(f"removed {args.name} ({path}); bring it back with `hermes skills revert {args.name}`\n")
-        elif action == "revert":
-            v = store.revert(args.name, args.version)
-            what = "removed it (it did not exist then)" if v.absent else f"restored it to {v.folder}"
-            out.write(f"{args.name}: back to version {v.number} (before its {v.action} on {_when(v.time)}); "
-                      f"{what}. The replaced state is kept as the newest version.\n")
-        else:
-            raise CommandError(f"unknown skills action {action!r}")
-    except SkillStoreError as exc:
-        raise CommandError(str(exc)) from None
+    path = SkillStore(home, cfg, actor="cli").install(args.path, category=args.category,
+                                                      force=args.force)
+    out.write(f"installed {path.name} at {path}\n")
     return 0
+
+
+def _remove(home: Any, cfg: Any, args: Any, out: TextIO) -> int:
+    from hermes_cli.confirm import go_ahead
+    from tools.skills.store import SkillStore
+
+    store = SkillStore(home, cfg, actor="cli")
+    skill = store.find(args.name)
+    question = f"Remove skill {skill.name} ({skill.path})?"
+    if not go_ahead(args.yes, f"not removing skill {skill.name}", question, out):
+        return 0
+    path = store.delete(args.name)
+    out.write(f"removed {args.name} ({path}); bring it back with "
+              f"`hermes skills revert {args.name}`\n")
+    return 0
+
+
+def _revert(home: Any, cfg: Any, args: Any, out: TextIO) -> int:
+    from tools.skills.store import SkillStore
+
+    v = SkillStore(home, cfg, actor="cli").revert(args.name, args.version)
+    what = "removed it (it did not exist then)" if v.absent else f"restored it to {v.folder}"
+    out.write(f"{args.name}: back to version {v.number} (before its {v.action} on "
+              f"{_when(v.time)}); {what}. The replaced state is kept as the newest version.\n")
+    return 0
+
+
+def _in_home(action: Callable[[Any, Any, Any, TextIO], int]) -> Callable[..., int]:
+    """A ``hermes skills`` action as an argparse handler: HERMES_HOME's skills and the config
+    ready, a store error as one line."""
+    def handler(args: Any, out: TextIO = sys.stdout) -> int:
+        from tools.skills.store import SkillStoreError
+
+        home, cfg = _home_and_config()
+        try:
+            return action(home, cfg, args, out)
+        except SkillStoreError as exc:
+            raise CommandError(str(exc)) from None
+    return handler
 
 
 def add_parser(sub: Any) -> None:
@@ -139,19 +150,26 @@ def add_parser(sub: Any) -> None:
     pl = ss.add_parser("list", help="the skills by category (broken ones on stderr)")
     pl.add_argument("--json", action="store_true", help="machine-readable output")
     pl.add_argument("--category", help="only this category")
+    pl.set_defaults(func=_in_home(_list))
     ps = ss.add_parser("show", help="print a skill's SKILL.md and list its files")
     ps.add_argument("name", metavar="NAME")
+    ps.set_defaults(func=_in_home(_show))
     pi = ss.add_parser("install", help="copy a skill folder (with its SKILL.md) into HERMES_HOME/skills")
     pi.add_argument("path", metavar="PATH")
     pi.add_argument("--category", help="the category folder to put it in")
     pi.add_argument("--force", action="store_true", help="replace an installed skill of that name")
+    pi.set_defaults(func=_in_home(_install))
     pr = ss.add_parser("remove", help="delete a skill (kept in its history: revert brings it back)")
     pr.add_argument("name", metavar="NAME")
     pr.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    pr.set_defaults(func=_in_home(_remove))
     ph = ss.add_parser("history", help="the saved versions of a skill")
     ph.add_argument("name", metavar="NAME")
     ph.add_argument("--json", action="store_true", help="machine-readable output")
+    ph.set_defaults(func=_in_home(_history))
     pv = ss.add_parser("revert", help="restore a saved version (default: undo the last change)")
     pv.add_argument("name", metavar="NAME")
     pv.add_argument("version", metavar="VERSION", type=int, nargs="?")
-    p.set_defaults(skills_action=None, json=False, category=None)
+    pv.set_defaults(func=_in_home(_revert))
+    # bare `hermes skills` lists
+    p.set_defaults(skills_action=None, json=False, category=None, func=_in_home(_list))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 
 def add_parser(sub: Any) -> None:
@@ -22,19 +22,25 @@ def add_parser(sub: Any) -> None:
                     help="the SQLite file (default: HERMES_HOME/state.db)")
     mg.add_argument("--force", action="store_true",
                     help="replace the Hermes data a non-empty target already holds")
+    mg.set_defaults(func=_store_errors(_migrate))
     st = ss.add_parser("status", help="which store is configured, its schema and size")
     st.add_argument("--json", action="store_true")
+    status = _store_errors(lambda args: _status(getattr(args, "json", False)))
+    st.set_defaults(func=status)
+    p.set_defaults(func=status)  # bare `hermes store` says which store
 
 
-def run(args: Any) -> int:
-    from hermes_state import SessionDBError
-    try:
-        if args.store_action == "migrate":
-            return _migrate(args)
-        return _status(getattr(args, "json", False))
-    except SessionDBError as exc:
-        print(f"hermes store: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
+def _store_errors(action: Callable[[Any], int]) -> Callable[[Any], int]:
+    """A ``hermes store`` action as an argparse handler: a store error is one line, exit 2."""
+    def handler(args: Any) -> int:
+        from hermes_state import SessionDBError
+
+        try:
+            return action(args)
+        except SessionDBError as exc:
+            print(f"hermes store: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 2
+    return handler
 
 
 def _migrate(args: Any) -> int:

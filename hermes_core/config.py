@@ -1,7 +1,7 @@
 """HERMES_HOME paths and configuration: config.yaml + .env + environment -> one validated object.
 
-Precedence (SPEC §1): CLI flags > environment > config.yaml > built-in defaults. Flags are applied by
-the caller (``resolve_provider(..., base_url=flag)``); everything else is resolved here.
+Precedence (SPEC §1): CLI flags > environment > config.yaml > built-in defaults. Flags are applied
+by the caller (``resolve_provider(..., base_url=flag)``); everything else is resolved here.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from hermes_core.exec_config import CheckpointsConfig, CodeExecutionConfig, TerminalConfig
+from hermes_core.gateway_config import GatewayConfig
 from hermes_core.web_config import BrowserConfig, VisionModel, WebConfig
 
 
@@ -93,7 +94,7 @@ class ContextFilesConfig(_Section):
 
 
 class ToolsetsConfig(_Section):
-    """``toolsets: [terminal, file]`` (the enabled list) or ``{enabled: [...], disabled: [...]}``."""
+    """``toolsets: [terminal, file]`` (enabled list) or ``{enabled: [...], disabled: [...]}``."""
 
     enabled: Optional[list[str]] = None
     disabled: list[str] = Field(default_factory=list)
@@ -116,7 +117,8 @@ class CronConfig(_Section):
 
 
 class DelegationConfig(_Section):
-    """delegate_task (SPEC §13). model/base_url/api_key unset: children use the parent's provider."""
+    """delegate_task (SPEC §13). model/base_url/api_key unset: children use the parent's
+    provider."""
 
     max_concurrent_children: int = Field(default=3, ge=1)
     max_iterations: int = Field(default=50, ge=1)
@@ -131,7 +133,8 @@ class DelegationConfig(_Section):
 class SkillsConfig(_Section):
     """SPEC §10: where skills come from, what the prompt lists, when the review runs."""
 
-    external_dirs: list[str] = Field(default_factory=list)  # read-only roots, after HERMES_HOME/skills
+    # read-only roots, searched after HERMES_HOME/skills
+    external_dirs: list[str] = Field(default_factory=list)
     disabled: list[str] = Field(default_factory=list)  # skill names left out everywhere
     index_budget: int = Field(default=1000, ge=0)  # tokens of the prompt's skill index
     creation_nudge_interval: int = Field(default=10, ge=1)  # tool calls since the last skill write
@@ -176,39 +179,13 @@ def store_url(cfg: Optional["HermesConfig"] = None) -> Optional[str]:
     return url.strip() or None if url else None
 
 
-class ApiServerShape(_Section):
-    """What ``gateway.api_server`` values must look like (the section itself stays a mapping)."""
-
-    port: Optional[int] = Field(default=None, ge=1, le=65535)  # (`--port 0` picks a free one)
-    host: Optional[str] = None
-    max_body_bytes: Optional[int] = Field(default=None, gt=0)
-
-
-class TelegramShape(_Section):
-    poll_timeout: Optional[float] = Field(default=None, gt=0)
-    election_interval: Optional[float] = Field(default=None, gt=0)
-
-
-class GatewayShape(_Section):
-    """Checked when config.yaml is read, so a bad value stops every command at once instead of
-    the gateway after its warm-up; the gateway keeps reading ``cfg.gateway`` as a mapping."""
-
-    api_server: ApiServerShape = Field(default_factory=ApiServerShape)
-    telegram: TelegramShape = Field(default_factory=TelegramShape)
-    busy_policy: Optional[Literal["queue", "interrupt"]] = None
-    warmup: Optional[bool] = None
-    max_cached_agents: Optional[int] = Field(default=None, ge=1)
-    workers: Optional[int] = Field(default=None, ge=1)
-    drain_timeout: Optional[float] = Field(default=None, ge=0)
-
-
 class HermesConfig(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
     auxiliary: AuxiliaryConfig = Field(default_factory=AuxiliaryConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
     terminal: TerminalConfig = Field(default_factory=TerminalConfig)
-    gateway: dict[str, Any] = Field(default_factory=dict)
+    gateway: GatewayConfig = Field(default_factory=GatewayConfig)  # hermes_core.gateway_config
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     context_files: ContextFilesConfig = Field(default_factory=ContextFilesConfig)
     toolsets: ToolsetsConfig = Field(default_factory=ToolsetsConfig)
@@ -274,22 +251,27 @@ def read_raw_config(path: Optional[Path] = None) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise ConfigError(f"{p} is not valid YAML{where}; fix it or move it aside and run `hermes setup`") from None
+        raise ConfigError(f"{p} is not valid YAML{where}; "
+                          "fix it or move it aside and run `hermes setup`") from None
     except OSError as exc:
         raise ConfigError(f"cannot read {p}: {exc.strerror}") from None
     except UnicodeDecodeError:
-        raise ConfigError(f"{p} is not UTF-8 text; save it as UTF-8 or move it aside and run `hermes setup`") from None
+        raise ConfigError(f"{p} is not UTF-8 text; "
+                          "save it as UTF-8 or move it aside and run `hermes setup`") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{p} must be a YAML mapping (key: value), not {type(data).__name__}; fix it or run `hermes setup`")
+        raise ConfigError(f"{p} must be a YAML mapping (key: value), not {type(data).__name__}; "
+                          "fix it or run `hermes setup`")
     return data
 
 
-def _config_error(exc: ValidationError, source: str, prefix: str = "") -> ConfigError:
+def config_error(exc: ValidationError, source: str, prefix: str = "") -> ConfigError:
+    """A model's validation error as the one line every config error is (``prefix``: where the
+    model sits in config.yaml, e.g. ``gateway.discord.`` for a plugin platform's section)."""
     first = exc.errors()[0]
     loc = prefix + ".".join(str(p) for p in first["loc"])
-    msg = first["msg"].removeprefix("Value error, ")
+    msg = first["msg"].removeprefix("Value error, ").split(" or instance of ")[0]  # a class name
     msg = msg[:1].lower() + msg[1:]
     return ConfigError(f"{source}: `{loc}` {msg}; fix it with `hermes config set {loc} <value>`")
 
@@ -298,11 +280,7 @@ def parse_config(data: dict[str, Any], source: str = "config.yaml") -> HermesCon
     try:
         cfg = HermesConfig.model_validate(data)
     except ValidationError as exc:
-        raise _config_error(exc, source) from None
-    try:
-        GatewayShape.model_validate(cfg.gateway or {})
-    except ValidationError as exc:
-        raise _config_error(exc, source, "gateway.") from None
+        raise config_error(exc, source) from None
     return cfg
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from hermes_core.config import ConfigError, config_path, env_path, parse_config, read_raw_config
 from hermes_core.files import atomic_write
@@ -138,12 +138,12 @@ def masked_tree(data: Any, prefix: str = "") -> Any:
 
 
 
-def set_key(key: str, text: str, force: bool = False,
-            check: Optional[Callable[[dict], None]] = None) -> str:
+def set_key(key: str, text: str, force: bool = False) -> str:
     """Set a dotted key from its text form: a secret goes to ``.env`` (and leaves config.yaml),
-    anything else into config.yaml after checking the result still loads (and ``check(raw)``
-    passes). An unknown key (a typo) is refused unless ``force``. Returns the line saying where
-    it went; raises ``ConfigError`` (nothing written) on a bad key or value."""
+    anything else into config.yaml after checking the result still loads (types, ranges, the
+    gateway's settings included). An unknown key (a typo) is refused unless ``force``. Returns
+    the line saying where it went; raises ``ConfigError`` (nothing written) on a bad key or
+    value."""
     from hermes_core.config_keys import key_problem
 
     key = key.strip().strip(".")
@@ -165,7 +165,5 @@ def set_key(key: str, text: str, force: bool = False,
     value = parse_value(text)
     set_dotted(raw, key, value)
     parse_config(raw, f"{config_path()} after setting {key}")  # never write a file that won't load
-    if check is not None:
-        check(raw)
     p = write_config(raw)
     return f"{key} = {value!r} written to {p}"

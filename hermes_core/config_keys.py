@@ -1,7 +1,7 @@
 """Which config.yaml keys exist, so a typo is named instead of silently ignored. Pure.
 
-The tree of known keys comes from the pydantic models in ``hermes_core.config`` (plus the sections read
-as a plain mapping: ``gateway``), and from Hermes Agent's own keys, which an existing
+The tree of known keys comes from the pydantic models in ``hermes_core.config`` (the ``gateway``
+section's in ``hermes_core.gateway_config``), and from Hermes Agent's own keys, which an existing
 ``~/.hermes/config.yaml`` carries and this runtime accepts without using: those never warn. Under
 a section whose contents are free (``mcp_servers``, Hermes Agent's sections) anything goes.
 """
@@ -69,16 +69,6 @@ AUX_TASK_KEYS = ("model", "base_url", "api_key", "provider", "timeout", "reasoni
 AUX_TASKS = ("compression", "vision", "web_extract", "tts_audio_tags", "tts_rewrite",
              "title_generation", "session_search", "background_review", "approval", "mcp",
              "flush_memories", "curator", "skills_hub", "moa_reference")
-# read as a plain mapping by the gateway (not a pydantic model)
-GATEWAY: Spec = {k: None for k in (
-    "busy_policy", "toolsets", "working_dir", "turn_limit", "max_concurrent_turns", "warmup",
-    "workers", "turn_lease_wait", "allowed_users", "max_cached_agents", "drain_timeout")}
-GATEWAY["api_server"] = {k: None for k in ("enabled", "host", "port", "key", "api_key",
-                                           "allowed_hosts", "cors_origins", "max_body_bytes")}
-GATEWAY["telegram"] = {k: None for k in ("enabled", "token", "bot_token", "base_url",
-                                         "poll_timeout", "allowed_users", "election_interval",
-                                         "home_channel")}
-
 
 @dataclass(frozen=True)
 class UnknownKey:
@@ -106,7 +96,7 @@ def known_tree() -> Spec:
     from hermes_core.config import HermesConfig
 
     tree = _model_spec(HermesConfig)
-    tree.update(gateway={**GATEWAY}, mcp_servers=FREE)
+    tree.update(mcp_servers=FREE)
     tree["auxiliary"] = {task: {k: None for k in AUX_TASK_KEYS} for task in AUX_TASKS}
     for section in HERMES_SECTIONS:
         tree.setdefault(section, FREE)

@@ -1,8 +1,8 @@
 """HERMES_HOME kept private: the folder 0700, secrets, the session store and logs 0600.
 
-Everything under HERMES_HOME is personal (transcripts, keys, memories), so whoever creates a piece of
-it goes through these helpers: a new folder or file is private from its first byte (no window where a
-umask leaves it readable), and an existing one is tightened (an install made by an older version).
+Everything under HERMES_HOME is personal (transcripts, keys, memories), so whoever creates a piece
+of it goes through these helpers: a new folder or file is private from its first byte (no window
+where a umask leaves it readable), and an existing one is tightened (one an older version made).
 ``loose_permissions`` lists what is still readable by others, for ``hermes doctor``.
 """
 from __future__ import annotations
@@ -63,7 +63,7 @@ def create_private_file(path: Path) -> Path:
 
 
 def tighten_store(db_path: Path) -> None:
-    """The session store and its WAL/SHM companions, 0600 (SQLite gives companions the file's mode)."""
+    """The session store and its WAL/SHM companions, 0600 (SQLite gives them the file's mode)."""
     for suffix in STORE_SUFFIXES:
         tighten(Path(f"{db_path}{suffix}"))
 

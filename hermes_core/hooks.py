@@ -44,7 +44,8 @@ class HookBus:
 
     def add(self, name: str, callback: Callback, owner: str = "") -> None:
         if name not in VALID_HOOKS:
-            raise UnknownHook(f"unknown hook {name!r}; valid hooks: {', '.join(sorted(VALID_HOOKS))}")
+            valid = ", ".join(sorted(VALID_HOOKS))
+            raise UnknownHook(f"unknown hook {name!r}; valid hooks: {valid}")
         if not callable(callback):
             raise TypeError(f"the callback for hook {name!r} is not callable")
         with self._lock:

@@ -16,20 +16,23 @@ from hermes_core.confusables import fold
 from hermes_core.redact import CREDENTIAL as _CREDENTIAL
 
 _OVERRIDE = re.compile(
-    r"\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}?\b(previous|prior|above|earlier|all|any|"
-    r"your|the|system|safety)\b[^.\n]{0,30}?\b(instructions?|rules?|prompts?|directives?|guidelines?|"
-    r"guardrails?)\b", re.I)
+    r"\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}?"
+    r"\b(previous|prior|above|earlier|all|any|your|the|system|safety)\b[^.\n]{0,30}?"
+    r"\b(instructions?|rules?|prompts?|directives?|guidelines?|guardrails?)\b", re.I)
 _SECRECY = re.compile(
     r"\b(do not|don't|never)\s+(tell|inform|mention|reveal|show)\b[^.\n]{0,20}\b(the )?user\b"
     r"|\bwithout (telling|informing|asking) the user\b", re.I)
 _REVEAL = re.compile(
-    r"\b(reveal|print|output|repeat|dump|leak)\b[^.\n]{0,20}\b(system prompt|hidden instructions)\b", re.I)
-# zero-width space/marks, bidi overrides, word joiners, BOM, tag characters (ZWJ/ZWNJ are left alone:
-# emoji sequences and Persian text need them)
-_HIDDEN = re.compile("[\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]")
+    r"\b(reveal|print|output|repeat|dump|leak)\b[^.\n]{0,20}"
+    r"\b(system prompt|hidden instructions)\b", re.I)
+# zero-width space/marks, bidi overrides, word joiners, BOM, tag characters (ZWJ/ZWNJ are left
+# alone: emoji sequences and Persian text need them)
+_HIDDEN = re.compile(
+    "[\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]")
 _SENSITIVE = re.compile(
-    r"(~|\$HOME|/home/\w+|/root)/\.ssh\b|\bid_(rsa|ed25519|ecdsa|dsa)\b|\.aws/credentials|/etc/shadow"
-    r"|\.netrc\b|(^|[\s/'\"])\.env\b|\$\{?\w*(API_KEY|TOKEN|SECRET|PASSWORD)\w*\}?"
+    r"(~|\$HOME|/home/\w+|/root)/\.ssh\b|\bid_(rsa|ed25519|ecdsa|dsa)\b"
+    r"|\.aws/credentials|/etc/shadow|\.netrc\b|(^|[\s/'\"])\.env\b"
+    r"|\$\{?\w*(API_KEY|TOKEN|SECRET|PASSWORD)\w*\}?"
     r"|\b(the|your|all|these|my)\s+(api[ _-]?keys?|credentials|passwords?|secrets?|tokens?|"
     r"conversations?|chat history|memory|memories|notes|files)\b", re.I)
 _SEND = re.compile(
@@ -46,7 +49,8 @@ def scan(text: str, strict: bool = False) -> Optional[str]:
     """
     if not text:
         return None
-    body = text[1:] if text.startswith("\ufeff") else text  # a leading BOM is an editor's, not a trick
+    # a leading BOM is an editor's, not a trick
+    body = text[1:] if text.startswith("\ufeff") else text
     if _HIDDEN.search(body):
         return "invisible Unicode characters"
     body = fold(body)  # look-alike letters from other scripts match as the Latin ones they mimic

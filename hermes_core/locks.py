@@ -1,4 +1,5 @@
-"""One writer at a time in a folder under HERMES_HOME (memories, skills), across processes and threads.
+"""One writer at a time in a folder under HERMES_HOME (memories, skills), across processes and
+threads.
 
 An ``flock`` on ``<folder>/.lock``: the kernel drops it when the holder exits, however it exits, so
 a killed process never leaves a stale lock behind.
@@ -15,8 +16,8 @@ from typing import Iterator
 
 @contextmanager
 def dir_lock(folder: Path, timeout: float, error: type[Exception]) -> Iterator[None]:
-    """Hold ``folder``'s lock for the block; ``error`` (with a message saying what to do) when another
-    process keeps it longer than ``timeout`` seconds."""
+    """Hold ``folder``'s lock for the block; ``error`` (with a message saying what to do) when
+    another process keeps it longer than ``timeout`` seconds."""
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:

@@ -78,7 +78,8 @@ def find_tool_pair_violations(messages: list[dict]) -> list[str]:
     """Human-readable problems: orphan tool results and tool calls without a result."""
     orphans, missing = _scan(messages)
     problems = [
-        f"tool message {i} (tool_call_id {messages[i].get('tool_call_id')!r}) has no preceding assistant tool call"
+        f"tool message {i} (tool_call_id {messages[i].get('tool_call_id')!r}) "
+        "has no preceding assistant tool call"
         for i in orphans
     ]
     for at, ids in sorted(missing.items()):
@@ -137,7 +138,7 @@ def alternation_problems(messages: list[dict]) -> list[str]:
 
 
 def is_safe_cut(messages: list[dict], i: int) -> bool:
-    """True when cutting before index ``i`` (``messages[:i] | messages[i:]``) splits no tool pair."""
+    """True when a cut before index ``i`` (``messages[:i] | messages[i:]``) splits no tool pair."""
     return i <= 0 or i >= len(messages) or messages[i].get("role") != "tool"
 
 

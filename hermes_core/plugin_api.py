@@ -54,7 +54,7 @@ class Registry:
             return [r for r in self._items if r.kind == kind]
 
     def get(self, kind: str, name: str) -> Optional[Registration]:
-        """The last registration of ``name`` in ``kind`` (a later plugin overrides an earlier one)."""
+        """The last registration of ``name`` in ``kind``: a later plugin overrides an earlier."""
         found = [r for r in self.of(kind) if r.name == name]
         return found[-1] if found else None
 
@@ -123,7 +123,8 @@ class PluginContext:
     def register_hook(self, hook_name: str, callback: Callable[..., Any]) -> None:
         self._hooks.add(hook_name, callback, owner=self.name)
 
-    def register_command(self, name: str, handler: Callable[..., Any], description: str = "") -> None:
+    def register_command(self, name: str, handler: Callable[..., Any],
+                         description: str = "") -> None:
         """A ``/name`` slash command for the REPL and chats: ``handler(args: str, **kw) -> str``."""
         self._add("command", name.lstrip("/"), handler, description=description)
 

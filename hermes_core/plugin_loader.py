@@ -119,7 +119,8 @@ def _folder_register(folder: Path) -> Callable[[Any], Any]:
         pkg.__path__ = []  # type: ignore[attr-defined]
         sys.modules[_FOLDER_PACKAGE] = pkg
     name = f"{_FOLDER_PACKAGE}.{safe}"
-    spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(folder)])
+    spec = importlib.util.spec_from_file_location(
+        name, init, submodule_search_locations=[str(folder)])
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {init}")
     module = importlib.util.module_from_spec(spec)
@@ -140,7 +141,7 @@ class PluginLoader:
 
     def __init__(self, registry: Registry = REGISTRY, hooks: HookBus = HOOKS,
                  entry_points: bool = True) -> None:
-        """``entry_points=False``: folders only (tests of folder plugins in a loader of their own)."""
+        """``entry_points=False``: folders only (tests of folder plugins in their own loader)."""
         self.registry, self.hooks, self._use_entry_points = registry, hooks, entry_points
         self._lock = threading.RLock()
         self._loaded = False
@@ -159,7 +160,8 @@ class PluginLoader:
             on, off = set(enabled or ()), set(disabled or ())
             for found in self.discover(home):
                 info = found.info
-                info.enabled = info.name not in off and (info.source == "builtin" or info.name in on)
+                wanted = info.source == "builtin" or info.name in on
+                info.enabled = info.name not in off and wanted
                 if info.enabled and info.error is None:
                     self._load_one(found)
                 self._infos.append(info)

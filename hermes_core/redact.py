@@ -1,6 +1,6 @@
-"""Secrets never reach transcripts or logs: known secret values are masked wherever text leaves a tool
-or an error message, and a shell started by the agent never receives them. Pure string work; the
-values come from the environment, the configuration and the agent's own key.
+"""Secrets never reach transcripts or logs: known secret values are masked wherever text leaves a
+tool or an error message, and a shell started by the agent never receives them. Pure string work;
+the values come from the environment, the configuration and the agent's own key.
 """
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ MIN_SECRET_LEN = 8
 MASK = "***"
 
 # What a shell must not inherit: Hermes' own provider and platform secrets by name, plus anything
-# named like a credential. Narrower than _SECRET_NAME (a shell does need e.g. SSH_AUTH_SOCK, KEYMAP).
+# named like a credential. Narrower than _SECRET_NAME (a shell does need e.g. SSH_AUTH_SOCK,
+# KEYMAP).
 SHELL_SECRET_NAMES = frozenset({
-    "OPENAI_API_KEY", "OPENROUTER_API_KEY", "API_SERVER_KEY", "TELEGRAM_BOT_TOKEN", "HERMES_DATABASE_URL",
+    "OPENAI_API_KEY", "OPENROUTER_API_KEY", "API_SERVER_KEY", "TELEGRAM_BOT_TOKEN",
+    "HERMES_DATABASE_URL",
 })
 _SHELL_SECRET_PATTERN = re.compile(
     r"^HERMES_AUX_\w*KEY$|_API_KEY$|_SECRET_KEY$|_ACCESS_KEY$|_PRIVATE_KEY$|_PAT$|^PAT$"
@@ -40,17 +42,15 @@ def config_secrets(cfg: Any) -> list[str]:
     for task in dumped.values():
         if isinstance(task, dict):
             found.append(task.get("api_key"))
-    gateway = getattr(cfg, "gateway", None) or {}
-    for section, keys in (("api_server", ("key", "api_key")), ("telegram", ("token", "bot_token"))):
-        sub = gateway.get(section) if isinstance(gateway, dict) else None
-        if isinstance(sub, dict):
-            found += [sub.get(k) for k in keys]
+    gateway = getattr(cfg, "gateway", None)
+    found += gateway.secrets() if hasattr(gateway, "secrets") else []  # GatewayConfig
     return [str(v) for v in found if isinstance(v, str) and v]
 
 
 def secret_values(extra: Iterable[Optional[str]] = ()) -> list[str]:
     """Values of secret-looking environment variables plus ``extra``, longest first."""
-    found = {v for k, v in os.environ.items() if _SECRET_NAME.search(k) and v and len(v) >= MIN_SECRET_LEN}
+    found = {v for k, v in os.environ.items()
+             if _SECRET_NAME.search(k) and v and len(v) >= MIN_SECRET_LEN}
     found.update(v for v in extra if v and len(v) >= MIN_SECRET_LEN)
     return sorted(found, key=len, reverse=True)
 

@@ -9,7 +9,8 @@ def jittered_backoff(attempt: int, base: float = 1.0, cap: float = 30.0,
                      retry_after: Optional[float] = None) -> float:
     """Seconds to wait before retry ``attempt`` (1-based): exponential with full jitter.
 
-    A server's ``Retry-After`` wins when given (capped so a hostile header cannot stall us for hours).
+    A server's ``Retry-After`` wins when given (capped so a hostile header cannot stall us for
+    hours).
     """
     if retry_after is not None and retry_after >= 0:
         return min(float(retry_after), 120.0)

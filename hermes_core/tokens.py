@@ -12,7 +12,8 @@ from typing import Any, Iterable, Optional
 
 IMAGE_TOKENS = 800
 PER_MESSAGE_OVERHEAD = 4
-_WIDE = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\u3040-\u30ff]")
+_WIDE = re.compile(
+    r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\u3040-\u30ff]")
 
 
 def estimate_text_tokens(text: str) -> int:
@@ -51,7 +52,8 @@ def estimate_message_tokens(msg: dict) -> int:
     if calls:
         for call in calls:
             fn = call.get("function") or {}
-            total += estimate_text_tokens(fn.get("name") or "") + estimate_text_tokens(fn.get("arguments") or "") + 8
+            total += (estimate_text_tokens(fn.get("name") or "")
+                      + estimate_text_tokens(fn.get("arguments") or "") + 8)
     return total
 
 
@@ -75,7 +77,7 @@ def estimate_request_tokens_rough(messages: Iterable[dict], system_prompt: Optio
 
 
 def schema_tokens(definitions: Optional[list]) -> int:
-    """The prompt budget's measure of tool schemas (SPEC §9): ``json.dumps`` of each definition / 4.
+    """The prompt budget's measure of tool schemas (SPEC §9): each definition's ``json.dumps`` / 4.
 
     A little above what the wire carries (compact JSON), so a budget met here is met on the wire.
     """

@@ -18,7 +18,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # A "segment" is what regexes may scan without crossing into the next command.
 _SEG = r"[^;&|\n]*"
-_WRITE = r"(?:>>?|\btee\b|\bcp\b|\bmv\b|\brm\b|\bchmod\b|\bchown\b|\bln\b|\bsed\s+-i|\btruncate\b|\binstall\b|\brsync\b|\bdd\b)"
+_WRITE = (r"(?:>>?|\btee\b|\bcp\b|\bmv\b|\brm\b|\bchmod\b|\bchown\b|\bln\b|\bsed\s+-i"
+          r"|\btruncate\b|\binstall\b|\brsync\b|\bdd\b)")
 _HOME = r"(?:~|\$HOME|\$\{HOME\}|/root|/home/[^/\s]+)"
 
 # (key, compiled regex, reason). The key is what "always allow" remembers.
@@ -34,7 +35,8 @@ _DANGEROUS: list[tuple[str, re.Pattern[str], str]] = [
         ("disk_overwrite", r">\s*/dev/(?:sd|hd|nvme|vd|xvd|mmcblk|disk)", 0,
          "overwrites a disk device"),
         ("pipe_to_shell",
-         r"\b(?:curl|wget|fetch)\b[^;&\n]*\|\s*(?:sudo\s+)?(?:(?:ba|z|da|k|fi)?sh|python[0-9.]*|perl|ruby|node)\b",
+         r"\b(?:curl|wget|fetch)\b[^;&\n]*\|\s*(?:sudo\s+)?"
+         r"(?:(?:ba|z|da|k|fi)?sh|python[0-9.]*|perl|ruby|node)\b",
          0, "pipes a download straight into an interpreter"),
         ("ssh_write", rf"{_WRITE}{_SEG}{_HOME}/\.ssh\b", 0, "writes into ~/.ssh"),
         ("etc_write", rf"{_WRITE}{_SEG}(?:^|[\s=>'\"])/etc/", 0, "writes to /etc"),
@@ -45,9 +47,12 @@ _DANGEROUS: list[tuple[str, re.Pattern[str], str]] = [
          "git reset --hard discards uncommitted work"),
         ("git_clean", rf"\bgit\b{_SEG}\bclean\b{_SEG}\s-[a-zA-Z]*f", 0,
          "git clean -f deletes untracked files"),
-        ("git_force_push", rf"\bgit\b{_SEG}\bpush\b{_SEG}\s(?:-f\b|--force\b|--force-with-lease\b)", 0,
+        ("git_force_push",
+         rf"\bgit\b{_SEG}\bpush\b{_SEG}\s(?:-f\b|--force\b|--force-with-lease\b)", 0,
          "force push rewrites remote history"),
-        ("shutdown", r"\b(?:shutdown|reboot|halt|poweroff)\b|\binit\s+[06]\b|\bsystemctl\s+(?:poweroff|reboot|halt)\b",
+        ("shutdown",
+         r"\b(?:shutdown|reboot|halt|poweroff)\b|\binit\s+[06]\b"
+         r"|\bsystemctl\s+(?:poweroff|reboot|halt)\b",
          0, "shuts down or reboots the machine"),
         ("kill_all", r"\bkill\b(?:\s+-\S+)*\s+-1\s*(?:$|[;&|)])", 0, "kills every process you own"),
         ("sql_drop", r"\b(?:DROP\s+(?:TABLE|DATABASE|SCHEMA)|TRUNCATE\s+TABLE)\b", re.IGNORECASE,
@@ -64,12 +69,16 @@ _CRITICAL_PATHS = frozenset(
     "/ ~ /bin /boot /dev /etc /home /lib /lib32 /lib64 /opt /proc /root /sbin /srv /sys /usr /var "
     "/System /Users /Applications /Library".split()
 )
-_WRAPPERS = frozenset("sudo doas env nohup nice ionice time command exec builtin stdbuf xargs".split())
+_WRAPPERS = frozenset(
+    "sudo doas env nohup nice ionice time command exec builtin stdbuf xargs".split())
 _SHELLS = frozenset("sh bash zsh dash ksh fish busybox".split())
 _OPERATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", "()", "{", "}", "|&", ";;", "\n"})
 
-_FUNC_DEF = re.compile(r"(?:function\s+)?(?P<name>[A-Za-z_:.][\w:.]*)\s*\(\s*\)\s*\{(?P<body>[^}]*)\}")
-_PERL_BOMB = re.compile(r"\bfork\s+while\s+fork\b|\bwhile\s*\(?\s*(?:1|true|True)\s*\)?\s*:?\s*\{?\s*(?:os\.)?fork\s*\(\)")
+_FUNC_DEF = re.compile(
+    r"(?:function\s+)?(?P<name>[A-Za-z_:.][\w:.]*)\s*\(\s*\)\s*\{(?P<body>[^}]*)\}")
+_PERL_BOMB = re.compile(
+    r"\bfork\s+while\s+fork\b"
+    r"|\bwhile\s*\(?\s*(?:1|true|True)\s*\)?\s*:?\s*\{?\s*(?:os\.)?fork\s*\(\)")
 
 
 def detect_dangerous(command: str) -> str | None:
@@ -85,7 +94,7 @@ def match_dangerous(command: str) -> tuple[str, str] | None:
 
 
 def match_all_dangerous(command: str, _depth: int = 0) -> list[tuple[str, str]]:
-    """Every dangerous (key, reason) in `command`, so "always" for one can't wave through another."""
+    """Every dangerous (key, reason) in `command`, so "always" for one can't let another through."""
     hits = [(key, reason) for key, rx, reason in _DANGEROUS if rx.search(command)]
     if _depth < 3:
         for inner in _nested_commands(command):
@@ -154,7 +163,7 @@ def describe_call(name: str, args: dict) -> str:
 
 
 def approve_mutation(name: str, args: dict, ctx: "ToolContext") -> None:
-    """Consent for a tool that changes something (ctx.mutations "ask" or "deny"); raises ToolError."""
+    """Consent for a tool that changes something (ctx.mutations "ask"/"deny"); raises ToolError."""
     from tools.context import ToolError
 
     if ctx.mutations == "deny":
@@ -228,7 +237,8 @@ def _strip_wrappers(argv: list[str]) -> list[str]:
                 i += 1
         elif word == "timeout":
             i += 1
-            while i < len(argv) and (argv[i].startswith("-") or re.fullmatch(r"[\d.]+[smhd]?", argv[i])):
+            while i < len(argv) and (argv[i].startswith("-")
+                                     or re.fullmatch(r"[\d.]+[smhd]?", argv[i])):
                 i += 1
         else:
             break
@@ -236,7 +246,7 @@ def _strip_wrappers(argv: list[str]) -> list[str]:
 
 
 def _nested_commands(command: str) -> list[str]:
-    """Bodies of `bash -c '...'` and friends, which the raw-text regexes see only as a quoted string."""
+    """Bodies of `bash -c '...'` and friends, which raw-text regexes see only as a quoted string."""
     if "-c" not in command and "eval" not in command:
         return []
     nested = []
@@ -279,7 +289,8 @@ def _blocked_rm(argv: list[str]) -> str | None:
     for target in targets:
         norm = _normalise_target(target)
         if norm in _CRITICAL_PATHS:
-            where = "your home directory" if norm == "~" else f"{norm}" if norm != "/" else "the whole filesystem"
+            where = ("your home directory" if norm == "~"
+                     else f"{norm}" if norm != "/" else "the whole filesystem")
             return f"recursive delete of {where} ({target})"
     return None
 

@@ -94,7 +94,8 @@ def validate_args(name: str, schema: dict, args: dict) -> dict:
         else:
             want = " or ".join(_TYPE_NAMES.get(t, t) for t in types)
             raise ToolError(
-                f"{name}: parameter {key!r} must be {want}, got {type(value).__name__} {value!r:.80}"
+                f"{name}: parameter {key!r} must be {want}, "
+                f"got {type(value).__name__} {value!r:.80}"
             )
         enum = prop.get("enum")
         if enum is not None and out[key] not in enum:

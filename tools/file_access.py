@@ -52,7 +52,8 @@ def protected_reason(full: Path, content: str | None = None) -> str | None:
     reason = secret_reason(full, Path.home().resolve(), hermes_home().resolve())
     if reason is None and full.is_file() and is_private_key(head(full)):
         reason = f"{full.name} holds a private key"
-    if reason is None and content is not None and is_private_key(content[:KEY_SNIFF_BYTES].encode()):
+    if (reason is None and content is not None
+            and is_private_key(content[:KEY_SNIFF_BYTES].encode())):
         reason = "the content is a private key"
     return reason
 
@@ -91,7 +92,8 @@ def missing_hint(full: Path) -> str:
         ancestor = parent
         while not ancestor.is_dir() and ancestor != ancestor.parent:
             ancestor = ancestor.parent
-        return f"file not found: {full} (directory {parent} does not exist either; nearest existing: {ancestor})"
+        return (f"file not found: {full} (directory {parent} does not exist either; "
+                f"nearest existing: {ancestor})")
     try:
         names = os.listdir(parent)
     except OSError:

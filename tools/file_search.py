@@ -40,7 +40,8 @@ def _glob_match(full: Path, root: Path, glob: str) -> bool:
     return fnmatch.fnmatch(full.name, glob)
 
 
-def _search_names(root: Path, pattern: str, max_results: int, ctx: ToolContext) -> tuple[list[str], bool]:
+def _search_names(root: Path, pattern: str, max_results: int,
+                  ctx: ToolContext) -> tuple[list[str], bool]:
     if not any(c in pattern for c in "*?["):
         pattern = f"*{pattern}*"  # a bare word means "name contains"
     hits: list[str] = []
@@ -95,7 +96,8 @@ def _search_content_python(root: Path, rx: re.Pattern[str], glob: str | None, ma
 
 
 def _search_content_rg(rg: str, root: Path, pattern: str, glob: str | None, max_results: int,
-                       ignore_case: bool, ctx: ToolContext, hidden: _Protected) -> tuple[list[str], bool] | None:
+                       ignore_case: bool, ctx: ToolContext,
+                       hidden: _Protected) -> tuple[list[str], bool] | None:
     """ripgrep, when installed; None means "fall back to Python" (e.g. a regex rg rejects)."""
     import subprocess
 
@@ -109,7 +111,8 @@ def _search_content_rg(rg: str, root: Path, pattern: str, glob: str | None, max_
         cmd.append("-i")
     cmd += ["-e", pattern, "--", str(root)]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=ctx.timeout)
+        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
+                              timeout=ctx.timeout)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if proc.returncode not in (0, 1):
@@ -148,19 +151,22 @@ def search_files(args: dict, ctx: ToolContext) -> str:
         guard("search_files", root, ctx, write=False)  # searching inside ~/.ssh asks first
         hidden = _Protected(enabled=protected_reason(root) is None)
         rg = shutil.which("rg")
-        found = _search_content_rg(rg, root, pattern, glob, max_results, ignore_case, ctx, hidden) if rg else None
+        found = (_search_content_rg(rg, root, pattern, glob, max_results, ignore_case, ctx, hidden)
+                 if rg else None)
         if found is None:
             found = _search_content_python(root, rx, glob, max_results, ctx, hidden)
         hits, more = found
         what = "matches"
         if hidden.skipped:
-            note = "\n".join(n for n in (note, f"(skipped {len(hidden.skipped)} file(s) holding secrets or "
-                                                 "private keys; read_file asks the user for those)") if n)
+            skipped = (f"(skipped {len(hidden.skipped)} file(s) holding secrets or private keys; "
+                       "read_file asks the user for those)")
+            note = "\n".join(n for n in (note, skipped) if n)
     if not hits:
         return with_note(f"no {what} for {pattern!r} in {display(ctx, root) or '.'}", note)
     body = "\n".join(hits)
     if more:
-        body += f"\n[stopped at {max_results} {what}; narrow the pattern, path or glob to see the rest]"
+        body += (f"\n[stopped at {max_results} {what}; "
+                 "narrow the pattern, path or glob to see the rest]")
     return with_note(body, note)
 
 

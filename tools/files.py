@@ -50,11 +50,13 @@ def read_file(args: dict, ctx: ToolContext) -> str:
                     continue
                 shown.append(entry)
     except UnicodeDecodeError as exc:
-        raise ToolError(f"{full} is not UTF-8 text ({exc.reason} at byte {exc.start}); read_file only shows text") from None
+        raise ToolError(f"{full} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                        "read_file only shows text") from None
     if total == 0:
         return with_note(f"({display(ctx, full)} is empty)", note)
     if offset > total:
-        return with_note(f"{display(ctx, full)} has only {total} lines; offset {offset} is past the end", note)
+        return with_note(f"{display(ctx, full)} has only {total} lines; "
+                         f"offset {offset} is past the end", note)
     last = offset + len(shown) - 1
     body = "\n".join(shown)
     if last < total:
@@ -107,7 +109,8 @@ def patch(args: dict, ctx: ToolContext) -> str:
     old, new = args["old_string"], args["new_string"]
     replace_all = bool(args.get("replace_all", False))
     if not full.is_file():
-        raise ToolError(missing_hint(full) if not full.exists() else f"{full} is not a regular file")
+        raise ToolError(missing_hint(full) if not full.exists()
+                        else f"{full} is not a regular file")
     if old == "":
         raise ToolError("old_string is empty; use write_file to create or overwrite a whole file")
     if old == new:
@@ -128,8 +131,8 @@ def patch(args: dict, ctx: ToolContext) -> str:
         raise ToolError(f"old_string not found in {display(ctx, full)}{_closest_line(text, old)}; "
                         "re-read the file and copy the text exactly (whitespace included)")
     if count > 1 and not replace_all:
-        raise ToolError(f"old_string matches {count} places in {display(ctx, full)}; add surrounding "
-                        "context to make it unique, or set replace_all=true")
+        raise ToolError(f"old_string matches {count} places in {display(ctx, full)}; "
+                        "add surrounding context to make it unique, or set replace_all=true")
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
     _write_text(ctx, full, updated)
     name = display(ctx, full)
@@ -139,11 +142,13 @@ def patch(args: dict, ctx: ToolContext) -> str:
     ))
     if diff and not diff.endswith("\n"):
         diff += "\n"
-    summary = f"replaced {count if replace_all else 1} occurrence{'s' if replace_all and count > 1 else ''} in {name}"
+    summary = (f"replaced {count if replace_all else 1} "
+               f"occurrence{'s' if replace_all and count > 1 else ''} in {name}")
     return with_note(f"{summary}\n{diff}".rstrip("\n"), note)
 
 
-_PATH = {"type": "string", "description": "File path, absolute or relative to the working directory."}
+_PATH = {"type": "string",
+         "description": "File path, absolute or relative to the working directory."}
 
 
 def register(ctx: Any) -> None:
@@ -152,11 +157,13 @@ def register(ctx: Any) -> None:
 
     ctx.register_tool(ToolSpec(
         "read_file",
-        "Read a text file as numbered lines ('   12|text'). Pages with offset/limit; refuses binaries.",
+        "Read a text file as numbered lines ('   12|text'). "
+        "Pages with offset/limit; refuses binaries.",
         {"type": "object", "properties": {
             "path": _PATH,
             "offset": {"type": "integer", "description": "First line to show, 1-based. Default 1."},
-            "limit": {"type": "integer", "description": f"Max lines to show. Default 500, max {MAX_READ_LIMIT}."},
+            "limit": {"type": "integer",
+                      "description": f"Max lines to show. Default 500, max {MAX_READ_LIMIT}."},
         }, "required": ["path"]},
         routed("read_file", read_file), "file",
     ))
@@ -176,9 +183,11 @@ def register(ctx: Any) -> None:
         "(include surrounding lines to make it unique) unless replace_all is true. Returns a diff.",
         {"type": "object", "properties": {
             "path": _PATH,
-            "old_string": {"type": "string", "description": "Exact text to replace, whitespace included."},
+            "old_string": {"type": "string",
+                           "description": "Exact text to replace, whitespace included."},
             "new_string": {"type": "string", "description": "Replacement text."},
-            "replace_all": {"type": "boolean", "description": "Replace every occurrence. Default false."},
+            "replace_all": {"type": "boolean",
+                            "description": "Replace every occurrence. Default false."},
         }, "required": ["path", "old_string", "new_string"]},
         routed("patch", patch), "file", mutating=True,
     ))
@@ -187,12 +196,18 @@ def register(ctx: Any) -> None:
         "Search file contents with a regex (results as 'file:line: text'), or with target='files' "
         "find files whose names match a glob. Skips .git, node_modules, .venv and binary files.",
         {"type": "object", "properties": {
-            "pattern": {"type": "string", "description": "Regex for content search; glob (or substring) for target='files'."},
-            "path": {"type": "string", "description": "Directory or file to search. Default: the working directory."},
-            "target": {"type": "string", "enum": ["content", "files"], "description": "What to search. Default 'content'."},
-            "glob": {"type": "string", "description": "Only search files matching this glob, e.g. '*.py'."},
-            "max_results": {"type": "integer", "description": "Stop after this many results. Default 100."},
-            "ignore_case": {"type": "boolean", "description": "Case-insensitive content search. Default false."},
+            "pattern": {"type": "string", "description": "Regex for content search; "
+                                                         "glob (or substring) for target='files'."},
+            "path": {"type": "string",
+                     "description": "Directory or file to search. Default: the working directory."},
+            "target": {"type": "string", "enum": ["content", "files"],
+                       "description": "What to search. Default 'content'."},
+            "glob": {"type": "string",
+                     "description": "Only search files matching this glob, e.g. '*.py'."},
+            "max_results": {"type": "integer",
+                            "description": "Stop after this many results. Default 100."},
+            "ignore_case": {"type": "boolean",
+                            "description": "Case-insensitive content search. Default false."},
         }, "required": ["pattern"]},
         routed("search_files", search_files), "file",
     ))

@@ -16,7 +16,8 @@ from pathlib import Path
 # In HERMES_HOME: the secrets file, the session store (every transcript) and its WAL/SHM, the
 # pairing data (who may talk to the bot), and Hermes Agent's credential store.
 HERMES_SECRET_FILES = {".env": "holds Hermes' API keys", "auth.json": "holds login credentials",
-                       "state.db": "holds every transcript", "state.db-wal": "holds every transcript",
+                       "state.db": "holds every transcript",
+                       "state.db-wal": "holds every transcript",
                        "state.db-shm": "holds every transcript"}
 HERMES_SECRET_DIRS = {"pairing": "holds who may talk to the bot",
                       "users": "holds each chat user's private memory"}
@@ -26,7 +27,8 @@ KEY_FILE_SUFFIXES = frozenset({".key", ".p12", ".pfx", ".ppk", ".jks", ".keystor
 KEY_HEADER = re.compile(rb"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 KEY_SNIFF_BYTES = 4096  # a PEM header sits at the top; this much is enough to see it
 
-_SHELL_FILES = (".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile", ".gitconfig", ".netrc")
+_SHELL_FILES = (".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile", ".gitconfig",
+                ".netrc")
 
 
 def _inside(full: Path, root: Path) -> bool:

@@ -108,7 +108,8 @@ def remove_settle_hook(hook: Callable[..., Any]) -> None:
             _settle_hooks.remove(hook)
 
 
-def settle(notify: Callable[[str], None] | None = None, cancel: threading.Event | None = None) -> None:
+def settle(notify: Callable[[str], None] | None = None,
+           cancel: threading.Event | None = None) -> None:
     """Let late tool sources finish registering (see add_settle_hook); a failing hook is skipped."""
     with _lock:
         hooks = list(_settle_hooks)
@@ -160,7 +161,8 @@ def _take_plugin_tools() -> None:
             if reg.options.get("default") is False:
                 _opt_in_toolsets.add(reg.name)
         for reg in PLUGINS.of("tool"):
-            spec = reg.value if reg.options.get("native") else _spec_from_plugin(reg.name, reg.value)
+            spec = (reg.value if reg.options.get("native")
+                    else _spec_from_plugin(reg.name, reg.value))
             if _registry.get(spec.name) is not spec:
                 register(spec)
 
@@ -208,7 +210,7 @@ def unregister_toolset(name: str) -> None:
 
 
 def toolset_names() -> list[str]:
-    """Every known toolset: the defaults that exist first (in DEFAULT_TOOLSETS order), then the rest."""
+    """Every known toolset: the defaults present first (DEFAULT_TOOLSETS order), then the rest."""
     _ensure_builtins()
     with _lock:
         known = {s.toolset for s in _registry.values()} | set(_declared_toolsets)
@@ -281,7 +283,8 @@ def get_tool_names(
     enabled_toolsets: list[str] | None = None, disabled_toolsets: list[str] | None = None
 ) -> list[str]:
     """Names of the tools get_tool_definitions() would offer."""
-    return [d["function"]["name"] for d in get_tool_definitions(enabled_toolsets, disabled_toolsets)]
+    definitions = get_tool_definitions(enabled_toolsets, disabled_toolsets)
+    return [d["function"]["name"] for d in definitions]
 
 
 def mutates(name: str, args: dict) -> bool:

@@ -24,7 +24,8 @@ def _when(ts: Optional[float]) -> str:
 
 def _text(content: Any) -> str:
     if isinstance(content, list):
-        content = " ".join(str(p.get("text") or "") if isinstance(p, dict) else str(p) for p in content)
+        content = " ".join(str(p.get("text") or "") if isinstance(p, dict) else str(p)
+                           for p in content)
     return " ".join(str(content or "").split())
 
 
@@ -41,7 +42,8 @@ def _line(row: dict, current: Optional[str], width: int = MSG_CHARS) -> str:
     body = _text(row.get("content"))
     if not body and row.get("tool_calls"):
         calls = [c for c in row["tool_calls"] if isinstance(c, dict)]
-        body = "(called " + ", ".join((c.get("function") or {}).get("name") or "?" for c in calls) + ")"
+        names = ", ".join((c.get("function") or {}).get("name") or "?" for c in calls)
+        body = "(called " + names + ")"
     if len(body) > width:
         body = body[: width - 1] + "…"
     who = row.get("role", "?") + (f":{row['tool_name']}" if row.get("tool_name") else "")
@@ -79,10 +81,12 @@ def _search(db: Any, args: dict, ctx: ToolContext) -> str:
     hits, more = db.search_sessions(query, limit=limit, offset=offset, sort=args["sort"],
                                     include_children=args["include_subagents"], owner=ctx.owner)
     if not hits:
-        return (f"No {'more ' if offset else ''}sessions match {query!r}. Try fewer or other words, OR, "
-                f"or prefix*; include_subagents=true also searches subagent and cron runs.")
+        return (f"No {'more ' if offset else ''}sessions match {query!r}. "
+                "Try fewer or other words, OR, or prefix*; "
+                "include_subagents=true also searches subagent and cron runs.")
     out = _Out()
-    out.add(f"Sessions matching {query!r} ({args['sort']} first), {offset + 1}-{offset + len(hits)}:")
+    out.add(f"Sessions matching {query!r} ({args['sort']} first), "
+            f"{offset + 1}-{offset + len(hits)}:")
     shown = 0
     for n, hit in enumerate(hits, start=offset + 1):
         where = f"match in message {hit['message_id']}{_state(hit, ctx.session_id)}"
@@ -92,7 +96,8 @@ def _search(db: Any, args: dict, ctx: ToolContext) -> str:
         out.add(f"  match: {' '.join((hit.get('snippet') or '').split())}")
         window = db.messages_around(hit["session_id"], hit["message_id"], before=1, after=1)
         for row in window:
-            out.add(_line(row, ctx.session_id, width=MSG_CHARS if row["id"] == hit["message_id"] else 160))
+            width = MSG_CHARS if row["id"] == hit["message_id"] else 160
+            out.add(_line(row, ctx.session_id, width=width))
     tips = []
     if more or shown < len(hits):
         tips.append(f"more: offset={offset + shown}")
@@ -115,7 +120,8 @@ def _window(db: Any, args: dict, ctx: ToolContext) -> str:
     _visible(db, sid, ctx)
     rows = db.messages_around(sid, mid, before=4, after=5)
     if not any(r["id"] == mid for r in rows):
-        raise ToolError(f"session_search: session {sid} has no message {mid}; search first to get ids")
+        raise ToolError(f"session_search: session {sid} has no message {mid}; "
+                        "search first to get ids")
     out = _Out()
     out.add(f"session {sid}, messages around {mid}:")
     last = mid
@@ -123,7 +129,8 @@ def _window(db: Any, args: dict, ctx: ToolContext) -> str:
         if not out.add(_line(row, ctx.session_id, width=1200 if row["id"] == mid else 600)):
             break
         last = row["id"]
-    return out.text(f"(earlier: around_message_id={rows[0]['id']}; later: around_message_id={last})")
+    return out.text(f"(earlier: around_message_id={rows[0]['id']}; "
+                    f"later: around_message_id={last})")
 
 
 def _session(db: Any, args: dict, ctx: ToolContext) -> str:
@@ -170,7 +177,8 @@ def session_search(args: dict, ctx: ToolContext) -> str:
     if args.get("offset", 0) < 0:
         raise ToolError("session_search: offset must be 0 or more")
     norm = {"query": query, "limit": limit, "offset": args.get("offset", 0),
-            "sort": args.get("sort", "newest"), "include_subagents": bool(args.get("include_subagents")),
+            "sort": args.get("sort", "newest"),
+            "include_subagents": bool(args.get("include_subagents")),
             "session_id": sid, "around_message_id": mid}
     if mid is not None and not sid:
         raise ToolError("session_search: around_message_id needs the session_id it belongs to")
@@ -187,9 +195,11 @@ def register(ctx: Any) -> None:
     """The plugin entry point (pyproject.toml, group hermes_agent.plugins)."""
     ctx.register_tool(ToolSpec(
         "session_search",
-        "Search and read past conversations (full text; no model call). query: words (all must match), "
-        "OR, \"a phrase\", prefix*. session_id alone: how it began and ended; with around_message_id: "
-        "the messages around it. No arguments: recent sessions. Finds messages a context summary replaced.",
+        "Search and read past conversations (full text; no model call). "
+        "query: words (all must match), OR, \"a phrase\", prefix*. "
+        "session_id alone: how it began and ended; "
+        "with around_message_id: the messages around it. "
+        "No arguments: recent sessions. Finds messages a context summary replaced.",
         {"type": "object", "properties": {
             "query": {"type": "string"},
             "session_id": {"type": "string"},
@@ -197,7 +207,8 @@ def register(ctx: Any) -> None:
             "limit": {"type": "integer", "description": "Sessions to return, 1-10 (default 3)."},
             "offset": {"type": "integer", "description": "Skip this many (paging)."},
             "sort": {"type": "string", "enum": ["newest", "oldest", "relevance"]},
-            "include_subagents": {"type": "boolean", "description": "Also subagent and cron sessions."},
+            "include_subagents": {"type": "boolean",
+                                  "description": "Also subagent and cron sessions."},
         }},
         session_search, "session_search",
     ))

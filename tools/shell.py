@@ -197,5 +197,6 @@ def run_argv(argv: list[str], ctx: ToolContext, cwd: Path | None, limit: int,
         result["exit_code"] = None
         result["status"] = "interrupted by the user; the command and its children were killed"
     elif collector.thread.is_alive():
-        result["note"] = "background processes still hold the output; their later output is not shown"
+        result["note"] = ("background processes still hold the output; "
+                          "their later output is not shown")
     return result

@@ -22,11 +22,13 @@ SCHEMA = {
         "command": {"type": "string", "description": "Shell command, run with `bash -c`."},
         "timeout": {
             "type": "integer",
-            "description": "Seconds before the command (and everything it started) is killed. Default 180.",
+            "description": "Seconds before the command (and everything it started) is killed. "
+                           "Default 180.",
         },
         "workdir": {
             "type": "string",
-            "description": "Directory to run in (relative to the working directory). Default: the working directory.",
+            "description": "Directory to run in (relative to the working directory). "
+                           "Default: the working directory.",
         },
         "background": {"type": "boolean",
                        "description": "Start it in the background (see process)."},
@@ -41,7 +43,8 @@ DESCRIPTION = (
 )
 
 
-def run_command(command: str, ctx: ToolContext, timeout: int | None = None, workdir: str | None = None) -> dict:
+def run_command(command: str, ctx: ToolContext, timeout: int | None = None,
+                workdir: str | None = None) -> dict:
     """Run `command` where this session's commands run (`terminal.backend`) and return
     {exit_code, output, ...}; no approval checks here."""
     from tools.backends import backend_for
@@ -71,7 +74,8 @@ def terminal(args: dict, ctx: ToolContext) -> str:
                   else "ask the user to approve it or choose a safer command")
         raise ToolError(f"command denied: {reason}; {advice}")
     if ctx.interrupt_event is not None and ctx.interrupt_event.is_set():
-        return json.dumps({"exit_code": None, "output": "", "status": "not run: the turn was interrupted"})
+        return json.dumps({"exit_code": None, "output": "",
+                           "status": "not run: the turn was interrupted"})
     if local:  # issue 27: the working dir is checkpointed before the turn's first command
         from tools.checkpoints.hook import before_command
 
@@ -96,4 +100,5 @@ def _check() -> str | None:
 
 def register(ctx: Any) -> None:
     """The plugin entry point (pyproject.toml, group hermes_agent.plugins)."""
-    ctx.register_tool(ToolSpec("terminal", DESCRIPTION, SCHEMA, terminal, "terminal", _check, mutating=True))
+    ctx.register_tool(ToolSpec("terminal", DESCRIPTION, SCHEMA, terminal, "terminal", _check,
+                               mutating=True))

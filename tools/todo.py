@@ -23,7 +23,7 @@ def _key(ctx: ToolContext) -> str:
 
 
 def get_todos(key: str) -> list[dict]:
-    """A copy of the list for a task/session key (for the agent, e.g. to re-inject after compaction)."""
+    """A copy of a task/session key's list (for the agent, e.g. to re-inject after compaction)."""
     with _lock:
         return [dict(item) for item in _lists.get(key, [])]
 
@@ -76,7 +76,8 @@ def todo(args: dict, ctx: ToolContext) -> str:
                     if item["id"] in by_id:
                         by_id[item["id"]].update(item)
                     elif "content" not in item:
-                        raise ToolError(f"todo: todos[{n}] has new id {item['id']!r} but no 'content'")
+                        raise ToolError(f"todo: todos[{n}] has new id {item['id']!r} "
+                                        "but no 'content'")
                     else:
                         item.setdefault("status", "pending")
                         current.append(item)
@@ -99,7 +100,8 @@ def register(ctx: Any) -> None:
         {"type": "object", "properties": {
             "todos": {
                 "type": "array",
-                "description": "Items {id, content, status}; status is pending|in_progress|completed|cancelled.",
+                "description": "Items {id, content, status}; "
+                               "status is pending|in_progress|completed|cancelled.",
                 "items": {
                     "type": "object",
                     "properties": {
@@ -110,7 +112,8 @@ def register(ctx: Any) -> None:
                     "required": ["id"],
                 },
             },
-            "merge": {"type": "boolean", "description": "Update items by id instead of replacing the list."},
+            "merge": {"type": "boolean",
+                      "description": "Update items by id instead of replacing the list."},
         }},
         todo, "todo",
     ))

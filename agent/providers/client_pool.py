@@ -1,12 +1,13 @@
 """Provider clients shared by the agents of one process, lent for one request at a time.
 
-Why: an agent used to own its SDK client for its whole life, so every new session paid for a client
-and a new connection (a TCP and TLS handshake to a remote provider), and every idle cached agent kept
-a socket open (1,000 cached sessions, 1,000 sockets). Lending clients from a stack per endpoint keeps
-the connections in use warm across sessions and holds none for idle ones. One request per client at a
-time keeps ``AIAgent.interrupt()`` exact: cutting the borrowed client's sockets cuts only that agent's
-request, and a client that may have been cut is closed instead of lent again. Clients idle for longer
-than ``IDLE_SECONDS`` are closed (the most recently used are lent first, so the stale ones sink).
+Why: an agent used to own its SDK client for its whole life, so every new session paid for a
+client and a new connection (a TCP and TLS handshake to a remote provider), and every idle cached
+agent kept a socket open (1,000 cached sessions, 1,000 sockets). Lending clients from a stack per
+endpoint keeps the connections in use warm across sessions and holds none for idle ones. One
+request per client at a time keeps ``AIAgent.interrupt()`` exact: cutting the borrowed client's
+sockets cuts only that agent's request, and a client that may have been cut is closed instead of
+lent again. Clients idle for longer than ``IDLE_SECONDS`` are closed (the most recently used are
+lent first, so the stale ones sink).
 """
 from __future__ import annotations
 
@@ -83,5 +84,6 @@ def pool_for(openai_cls: Any, base_url: Any, api_key: Any) -> ClientPool:
         if pool is None:
             from agent.providers.openai_compat import make_openai_client
 
-            pool = _POOLS[key] = ClientPool(lambda: make_openai_client(openai_cls, base_url, api_key))
+            pool = _POOLS[key] = ClientPool(
+                lambda: make_openai_client(openai_cls, base_url, api_key))
         return pool

@@ -9,16 +9,31 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 
+def as_mapping(section: Any) -> dict[str, Any]:
+    """A platform's settings as a plain mapping: the gateway hands factories its typed
+    section (``hermes_core.gateway_config.PlatformConfig``, a plugin's own keys as extras);
+    tests and ``hermes gateway setup`` hand a dict."""
+    if section is None:
+        return {}
+    if isinstance(section, Mapping):
+        return dict(section)
+    dump = getattr(section, "model_dump", None)
+    return dict(dump()) if callable(dump) else {}
+
+
 def gateway_section(cfg: Any, platform: str) -> dict[str, Any]:
     """``gateway.<platform>`` of a config (a mapping; {} when absent)."""
     gw = getattr(cfg, "gateway", None) if cfg is not None else None
-    value = (gw or {}).get(platform) if isinstance(gw, dict) else None
-    return dict(value) if isinstance(value, dict) else {}
+    if gw is not None and hasattr(gw, "platform"):
+        return as_mapping(gw.platform(platform))
+    value = gw.get(platform) if isinstance(gw, Mapping) else None
+    return dict(value) if isinstance(value, Mapping) else {}
 
 
 def pick(section: Mapping[str, Any], env: Mapping[str, str], var: str, *keys: str,
          default: Any = None) -> Any:
     """``env[var]`` > the first of ``section[key]`` set > ``default``."""
+    section = as_mapping(section)
     if var and env.get(var):
         return env[var]
     for key in keys:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from gateway.platforms.base import MessageEvent, PlatformAdapter
 
@@ -160,15 +160,26 @@ class TelegramAdapter(PlatformAdapter):
 
 # -- the plugin: the adapter for the gateway, and a direct sender for everyone else ------------
 
+def credentials(section: Any, env: Mapping[str, str]) -> tuple[Optional[str], Optional[str]]:
+    """(bot token, Bot API base URL): the environment, else ``gateway.telegram`` in config."""
+    token = env.get("TELEGRAM_BOT_TOKEN") or section.token or section.bot_token
+    return token, env.get("TELEGRAM_BASE_URL") or section.base_url
+
+
 def settings(cfg: Any) -> tuple[Optional[str], Optional[str]]:
-    """(bot token, Bot API base URL) from the environment, else ``gateway.telegram`` in config."""
+    """``credentials`` of a loaded config (None: only the environment)."""
     import os
 
-    section = (getattr(cfg, "gateway", None) or {}).get("telegram") if cfg is not None else None
-    section = section if isinstance(section, dict) else {}
-    token = os.environ.get("TELEGRAM_BOT_TOKEN") or section.get("token") or section.get("bot_token")
-    base = os.environ.get("TELEGRAM_BASE_URL") or section.get("base_url")
-    return token, base
+    from hermes_core.gateway_config import TelegramConfig
+
+    section = cfg.gateway.telegram if cfg is not None else TelegramConfig()
+    return credentials(section, os.environ)
+
+
+def from_settings(section: Any, env: Mapping[str, str]) -> Optional[TelegramAdapter]:
+    """The platform factory (docs/CONTRACTS.md): None when no bot token is set."""
+    token, base = credentials(section, env)
+    return TelegramAdapter(token, base_url=base, poll_timeout=section.poll_timeout) if token else None
 
 
 def send_direct(cfg: Any, chat_id: str, thread_id: Optional[str], text: str) -> None:
@@ -203,5 +214,5 @@ async def _bot_send(token: str, base: Optional[str], chat_id: str, thread_id: Op
 
 def register(ctx: Any) -> None:
     """The plugin entry point (pyproject.toml, group hermes_agent.plugins)."""
-    ctx.register_platform("telegram", TelegramAdapter, send=send_direct,
+    ctx.register_platform("telegram", from_settings, send=send_direct,
                           env=("TELEGRAM_BOT_TOKEN",))

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from agent.callbacks import AgentHooks
 from hermes_core.config import load_config
 from hermes_cli.agent_factory import build_agent
 from hermes_cli.approval_prompt import parse_approval, read_line
@@ -33,9 +34,10 @@ def chat(fake_provider):
     holder: dict = {}
 
     def factory(sid):
+        hooks = AgentHooks(tool_progress=r.on_tool, status=r.on_status,
+                           approval=lambda c, why: holder["c"].approval_callback(c, why))
         return build_agent(_args(fake_provider), load_config(), session_db=db, session_id=sid,
-                           tool_progress_callback=r.on_tool, status_callback=r.on_status,
-                           approval_callback=lambda c, why: holder["c"].approval_callback(c, why))
+                           hooks=hooks)
 
     c = ChatSession(factory, r, db=db, ask_approval=lambda cmd, why: answers.pop(0) if answers else "deny")
     holder["c"] = c

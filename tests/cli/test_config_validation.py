@@ -99,3 +99,21 @@ def test_the_key_tree_is_pure():
     assert key_problem("compression.protect_last_n") is None
     assert key_problem("modle.default").suggestion == "model.default"
     assert key_problem("model.default.deeper") is not None
+
+
+@pytest.mark.parametrize("gateway, words", [
+    ("junk", "`gateway` input should be a valid dictionary;"),
+    ({"telegram": [1]}, "`gateway.telegram` input should be a valid dictionary;"),
+    ({"turn_limit": "lots"}, "`gateway.turn_limit` must be a whole number >= 1 or 'auto'"),
+    ({"turn_lease_wait": -1}, "`gateway.turn_lease_wait` input should be greater than or equal"),
+    ({"api_server": {"idle_timeout": 0}}, "`gateway.api_server.idle_timeout` input should be"),
+    ({"allowed_users": {"a": 1}}, "`gateway.allowed_users` must be a list"),
+])
+def test_gateway_settings_are_checked_when_the_file_is_read(gateway, words):
+    from hermes_core.config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError) as err:
+        parse_config({"gateway": gateway})
+    line = str(err.value)
+    assert words in line and "\n" not in line and "GatewayConfig" not in line
+    assert line.endswith("<value>`")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from gateway.pairing_cmd import pairing_rows
+from hermes_cli.pairing_cmd import pairing_rows
 from tests.fake_provider import text
 
 

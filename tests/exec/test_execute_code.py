@@ -113,7 +113,7 @@ def test_the_agent_offers_it_and_the_gateway_does_not(make_agent):
 
     names = [t["function"]["name"] for t in make_agent().tools]
     assert "execute_code" in names and "process" in names
-    enabled, _ = gateway_toolsets({})
+    enabled, _ = gateway_toolsets(parse_config({}).gateway)
     assert "code_execution" not in enabled and "terminal" not in enabled
 
 

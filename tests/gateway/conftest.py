@@ -129,7 +129,7 @@ def make_gateway(provider_env: Any) -> Callable[..., Gateway]:
 
 
 class GatewayProcess:
-    """``python -m gateway.cli run`` as a real subprocess. Without ``API_SERVER_KEY`` in ``env_extra``
+    """``python -m hermes_cli.main gateway run`` as a real subprocess. Without ``API_SERVER_KEY`` in ``env_extra``
     the gateway generates its key into ``HERMES_HOME/.env``; ``self.key`` is read from there."""
 
     def __init__(self, home: Path, provider_url: str, *extra: str, api: bool = True,
@@ -138,7 +138,7 @@ class GatewayProcess:
                    HERMES_MODEL="fake-model", PYTHONPATH=str(REPO), **env_extra)
         flags = ["--api-server", "--port", "0"] if api else []
         self.home = home
-        self.proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "run", *flags, *extra],
+        self.proc = subprocess.Popen([sys.executable, "-m", "hermes_cli.main", "gateway", "run", *flags, *extra],
                                      cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      preexec_fn=preexec_fn)
         lines: "queue.Queue[str]" = queue.Queue()
@@ -201,3 +201,17 @@ def gateway_process(hermes_home: Path, fake_provider: Any) -> Callable[..., Gate
     yield start
     for proc in started:
         proc.terminate_and_wait()
+
+
+def gateway_main(argv: list[str]) -> int:
+    """``hermes gateway ...`` in this process, through the real command line."""
+    from hermes_cli.main import main
+
+    return main(["gateway", *argv])
+
+
+def pairing_main(argv: list[str]) -> int:
+    """``hermes pairing ...`` in this process, through the real command line."""
+    from hermes_cli.main import main
+
+    return main(["pairing", *argv])

@@ -1,5 +1,5 @@
 """The API server is not a drive-by shell (issue 15 item 1): browser-shaped requests sent with `curl`
-against `python -m gateway.cli run` as a subprocess, and the key generated on first start."""
+against `python -m hermes_cli.main gateway run` as a subprocess, and the key generated on first start."""
 from __future__ import annotations
 
 import json

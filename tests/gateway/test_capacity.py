@@ -1,9 +1,11 @@
 """gateway.capacity: the turn limit derived from the machine, and the gauge that enforces it (pure)."""
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from hermes_core.config import ConfigError
+from hermes_core.config import ConfigError, parse_config
 from gateway.capacity import (MAX_LIMIT, MIN_LIMIT, MachineLimits, TurnGauge, TurnLimitReached,
                               TurnSettings, derive_turn_limit, turn_settings, machine_limits, retry_after)
 
@@ -57,15 +59,20 @@ def test_gauge_refuses_past_the_limit_and_counts_what_it_holds():
     assert refused.value.retry_after in (3, 4)
 
 
+def _gateway(section: dict) -> Any:
+    """The ``gateway:`` section as every reader gets it: validated when config.yaml is read."""
+    return parse_config({"gateway": section}).gateway
+
+
 def test_turn_settings_from_config():
-    assert turn_settings({"turn_limit": 7}) == TurnSettings(7, 7, "gateway.turn_limit")
-    assert turn_settings({"turn_limit": "12", "max_concurrent_turns": 4}) == TurnSettings(12, 4, "gateway.turn_limit")
-    derived = turn_settings({"turn_limit": "auto"})
+    assert turn_settings(_gateway({"turn_limit": 7})) == TurnSettings(7, 7, "gateway.turn_limit")
+    assert turn_settings(_gateway({"turn_limit": "12", "max_concurrent_turns": 4})) == TurnSettings(12, 4, "gateway.turn_limit")
+    derived = turn_settings(_gateway({"turn_limit": "auto"}))
     assert derived.limit >= MIN_LIMIT and derived.threads == derived.limit and "derived" in derived.source
-    again = turn_settings({})  # the same derivation (free memory may have moved a little meanwhile)
+    again = turn_settings(_gateway({}))  # the same derivation (free memory may have moved a little meanwhile)
     assert again.source == derived.source and abs(again.limit - derived.limit) <= derived.limit // 20
-    assert turn_settings({"max_concurrent_turns": 128}).threads == 128  # an explicit choice is kept
+    assert turn_settings(_gateway({"max_concurrent_turns": 128})).threads == 128  # an explicit choice is kept
     for key in ("turn_limit", "max_concurrent_turns"):
         for bad in (0, -3, "lots", [1]):
             with pytest.raises(ConfigError, match=f"gateway.{key}"):
-                turn_settings({key: bad})
+                _gateway({key: bad})  # refused when config.yaml is read

@@ -1,6 +1,6 @@
 """One chat user can never reach another's data or escape the gateway's limits (issue 20 items 1-3).
 
-A real `gateway.cli run` subprocess with the fake Telegram Bot API and two allowed users, A and B,
+A real `hermes gateway run` subprocess with the fake Telegram Bot API and two allowed users, A and B,
 each in their own DM; the loopback provider scripts the tool calls a hostile user would ask for,
 and what the tools answered is read on the provider's side (what the model, and so the chat, saw).
 """

@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 
-from gateway.cli import gateway_main
 from hermes_state import SessionDB
 from tests.fake_provider import error, slow, text
-from tests.gateway.conftest import GatewayProcess
+from tests.gateway.conftest import GatewayProcess, gateway_main
 from tests.gateway.fake_telegram import FakeTelegram
 from tests.waiting import wait_until
 

@@ -1,4 +1,4 @@
-"""Idle connections cannot take the gateway down (issue 20 item 4): a real `gateway.cli run`
+"""Idle connections cannot take the gateway down (issue 20 item 4): a real `hermes gateway run`
 subprocess with its descriptor limit lowered to 256, flooded with connections that never send a
 byte. It used to hit EMFILE, fail writing gateway.json and exit (logging a traceback per retry).
 Now a connection cap under the limit (the oldest idle connection makes room), short idle

@@ -7,6 +7,8 @@ import asyncio
 import json
 import stat
 
+from typing import Any
+
 import pytest
 
 from hermes_core.config import ConfigError, parse_config
@@ -95,26 +97,33 @@ def test_an_enabled_gateway_shell_gets_no_secrets(provider_env, hermes_home, mon
     assert "PATH=" in output
 
 
+def _gateway(section: dict) -> Any:
+    """The ``gateway:`` section as the gateway gets it: validated when config.yaml is read."""
+    from hermes_core.config import parse_config
+
+    return parse_config({"gateway": section}).gateway
+
+
 def test_gateway_toolsets_config():
     from tools.registry import register_toolset, toolset_names, unregister_toolset
 
-    enabled, disabled = gateway_toolsets({})
+    enabled, disabled = gateway_toolsets(_gateway({}))
     assert "terminal" not in enabled and {"file", "todo"} <= set(enabled) and disabled == []
     assert set(enabled) == set(toolset_names()) - {"terminal", "code_execution", "browser"}
     assert {"web", "vision"} <= set(enabled)  # opt-in toolsets (the browser) only when named
-    assert gateway_toolsets({"toolsets": ["file", "browser"]}) == (["file", "browser"], [])
+    assert gateway_toolsets(_gateway({"toolsets": ["file", "browser"]})) == (["file", "browser"], [])
     register_toolset("mcp-owners", "an MCP server the owner configured")
     try:
-        assert "mcp-owners" in gateway_toolsets({})[0]
-        assert gateway_toolsets({"toolsets": ["file", "mcp-later"]}) == (["file", "mcp-later"], [])
+        assert "mcp-owners" in gateway_toolsets(_gateway({}))[0]
+        assert gateway_toolsets(_gateway({"toolsets": ["file", "mcp-later"]})) == (["file", "mcp-later"], [])
     finally:
         unregister_toolset("mcp-owners")
-    assert gateway_toolsets({"toolsets": ["file", "todo"]}) == (["file", "todo"], [])
-    assert gateway_toolsets({"toolsets": "file, terminal"}) == (["file", "terminal"], [])
-    with pytest.raises(ConfigError, match="gateway.toolsets"):
-        gateway_toolsets({"toolsets": {"file": True}})
+    assert gateway_toolsets(_gateway({"toolsets": ["file", "todo"]})) == (["file", "todo"], [])
+    assert gateway_toolsets(_gateway({"toolsets": "file, terminal"})) == (["file", "terminal"], [])
+    with pytest.raises(ConfigError, match="gateway.toolsets"):  # refused when the file is read
+        _gateway({"toolsets": {"file": True}})
     with pytest.raises(ConfigError, match="gateway.toolsets.*shell"):
-        gateway_toolsets({"toolsets": ["file", "shell"]})  # a typo is an error, not silently no tools
+        gateway_toolsets(_gateway({"toolsets": ["file", "shell"]}))  # a typo is an error, not silently no tools
 
 
 def test_the_clis_toolsets_do_not_reach_chat_users(provider_env):

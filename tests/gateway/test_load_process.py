@@ -1,4 +1,4 @@
-"""Issue 13 items 7-8 against ``python -m gateway.cli run`` as a subprocess: ready means warm, more turns
+"""Issue 13 items 7-8 against ``python -m hermes_cli.main gateway run`` as a subprocess: ready means warm, more turns
 in flight than the old 128-thread default, a polite refusal past the turn limit, and the load figures
 in ``/health/detailed`` and ``hermes gateway status``. Counts are observed, never timed."""
 from __future__ import annotations
@@ -157,5 +157,7 @@ def test_a_junk_turn_limit_stops_the_start_with_one_line(hermes_home: Path, fake
     (hermes_home / "config.yaml").write_text("gateway:\n  turn_limit: lots\n")
     res = run_hermes("gateway", "run", "--api-server", "--port", "0", env=hermes_env(fake_provider))
     assert res.returncode == 1 and res.stdout == ""
-    assert res.stderr.splitlines() == [
-        "hermes gateway: gateway.turn_limit must be a whole number >= 1 or 'auto', not 'lots'"]
+    assert res.stderr.splitlines() == [  # checked when config.yaml is read, like any setting
+        f"hermes gateway: {hermes_home / 'config.yaml'}: `gateway.turn_limit` must be a whole "
+        "number >= 1 or 'auto', not 'lots'; fix it with `hermes config set gateway.turn_limit "
+        "<value>`"]

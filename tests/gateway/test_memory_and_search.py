@@ -42,7 +42,7 @@ def test_an_unknown_toolset_in_config_stops_the_gateway_at_start_up(hermes_home,
     (hermes_home / "config.yaml").write_text("toolsets:\n  disabled: [terminl]\n")
     env = dict(os.environ, HERMES_HOME=str(hermes_home), OPENAI_BASE_URL=fake_provider.base_url,
                OPENAI_API_KEY="k", API_SERVER_KEY="a-key-long-enough-0123456789", PYTHONPATH=str(REPO))
-    out = subprocess.run([sys.executable, "-m", "gateway.cli", "run", "--api-server", "--port", "0"],
+    out = subprocess.run([sys.executable, "-m", "hermes_cli.main", "gateway", "run", "--api-server", "--port", "0"],
                          cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "READY" not in out.stdout
     assert "unknown toolset 'terminl'" in out.stderr and "valid toolsets: terminal" in out.stderr

@@ -7,7 +7,7 @@ import json
 import socket
 import urllib.request
 
-from gateway.cli import read_status
+from gateway.status import read_status
 from tests.cli.conftest import hermes_env, run_hermes
 from tests.gateway.fake_telegram import FakeTelegram
 from tests.waiting import wait_until

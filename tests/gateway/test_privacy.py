@@ -44,9 +44,9 @@ def test_store_and_home_are_private_and_loose_ones_are_tightened(hermes_home):
 
 
 def test_gateway_logs_are_private_including_rotated_ones(hermes_home):
-    from gateway.cli import _setup_logging
+    from gateway.logs import RedactSecrets, setup_logging
 
-    path, handlers = _setup_logging([], verbose=False)
+    path, handlers = setup_logging(RedactSecrets([]), verbose=False)
     try:
         logging.getLogger("gateway.test").info("a line")
         assert _mode(path) == 0o600 and _mode(path.parent) == 0o700
@@ -145,3 +145,15 @@ def test_a_stranger_spamming_a_chat_gets_one_reply(make_gateway, fake_telegram, 
     sent = fake_telegram.sent_texts(4242)
     assert len(sent) == 1 and "hermes pairing approve telegram" in sent[0]
     assert provider_env.requests and all("let me in" not in str(r) for r in provider_env.requests)
+
+
+def test_secrets_written_in_the_gateway_section_are_known_to_redaction():
+    from hermes_core.config import parse_config
+    from hermes_core.redact import config_secrets
+
+    cfg = parse_config({"model": {"api_key": "sk-model-key-123456"}, "gateway": {
+        "api_server": {"key": "api-server-key-123456", "api_key": "other-name-key-123456"},
+        "telegram": {"token": "123456:telegram-token", "bot_token": "654321:telegram-token"}}})
+    assert set(config_secrets(cfg)) == {"sk-model-key-123456", "api-server-key-123456",
+                                        "other-name-key-123456", "123456:telegram-token",
+                                        "654321:telegram-token"}

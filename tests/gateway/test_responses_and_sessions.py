@@ -1,5 +1,5 @@
 """Responses API streaming, GET/DELETE /v1/responses/{id}, the sessions API, and a client that goes
-away mid-stream, against `python -m gateway.cli run` as a subprocess."""
+away mid-stream, against `python -m hermes_cli.main gateway run` as a subprocess."""
 from __future__ import annotations
 
 import http.client

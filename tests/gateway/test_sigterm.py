@@ -1,12 +1,11 @@
-"""SIGTERM during a turn, against ``python -m gateway.cli run`` as a real subprocess: nothing received is lost."""
+"""SIGTERM during a turn, against ``python -m hermes_cli.main gateway run`` as a real subprocess: nothing received is lost."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from gateway.cli import gateway_main
 from hermes_state import SessionDB
 from tests.fake_provider import slow, text
-from tests.gateway.conftest import GatewayProcess
+from tests.gateway.conftest import GatewayProcess, gateway_main
 from tests.gateway.fake_telegram import FakeTelegram
 
 

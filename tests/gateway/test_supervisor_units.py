@@ -1,4 +1,4 @@
-"""The pure parts of ``hermes gateway run --workers N`` (gateway.supervisor, gateway.cli helpers)."""
+"""The pure parts of ``hermes gateway run --workers N`` (gateway.supervisor, hermes_cli.gateway_cmd, gateway.settings)."""
 from __future__ import annotations
 
 import argparse
@@ -7,10 +7,12 @@ import sys
 
 import pytest
 
-from hermes_core.config import ConfigError
-from gateway.cli import run_flags, worker_count
-from gateway.supervisor import (MAX_BACKOFF, exit_reason, reserve_port, restart_delay, worker_argv,
-                                worker_lines)
+from hermes_core.config import ConfigError, parse_config
+from hermes_core.gateway_config import GatewayConfig
+from gateway.settings import ServeOptions, worker_count
+from hermes_cli.gateway_cmd import WORKER_LAUNCH, run_flags, serve_options
+from gateway.supervisor import MAX_BACKOFF, exit_reason, reserve_port, restart_delay, worker_argv
+from hermes_cli.gateway_status import worker_lines
 
 
 def test_restart_delay_doubles_while_a_worker_keeps_dying_young():
@@ -30,22 +32,28 @@ def _args(**kw) -> argparse.Namespace:
 
 
 def test_workers_get_the_supervisors_flags_their_index_and_the_reserved_port():
-    flags = run_flags(_args(api_server=True, host="0.0.0.0", no_telegram=True, busy_policy="interrupt",
-                            drain_timeout=5.0, verbose=True, workers=3, port=0))
-    assert flags == ["--api-server", "--host", "0.0.0.0", "--no-telegram", "--busy-policy", "interrupt",
-                     "--drain-timeout", "5.0", "-v"]
-    assert worker_argv(flags, 2, 8642) == [sys.executable, "-m", "gateway.cli", "run", *flags, "--worker", "2",
-                                           "--port", "8642"]
+    args = _args(api_server=True, host="0.0.0.0", no_telegram=True, busy_policy="interrupt",
+                 drain_timeout=5.0, verbose=True, workers=3, port=0)
+    flags = run_flags(args)
+    assert flags == ["--api-server", "--host", "0.0.0.0", "--no-telegram", "--busy-policy",
+                     "interrupt", "--drain-timeout", "5.0", "-v"]
+    command = list(serve_options(args).worker_command)  # what the launcher hands the gateway
+    assert command == [sys.executable, "-m", "hermes_cli.main", "gateway", "run", *flags]
+    assert WORKER_LAUNCH == ("-m", "hermes_cli.main", "gateway", "run")
+    assert worker_argv(command, 2, 8642) == [*command, "--worker", "2", "--port", "8642"]
     assert worker_argv([], 0, None)[-2:] == ["--worker", "0"]  # no API server: no port
 
 
 def test_worker_count_flag_beats_config_and_junk_is_refused():
-    assert worker_count(_args(), {}) == 1
-    assert worker_count(_args(), {"workers": "4"}) == 4
-    assert worker_count(_args(workers=2), {"workers": 4}) == 2
-    for junk in (0, -1, "many"):
-        with pytest.raises(ConfigError, match="--workers"):
-            worker_count(_args(workers=None), {"workers": junk})
+    assert worker_count(ServeOptions(), GatewayConfig()) == 1
+    four = parse_config({"gateway": {"workers": "4"}}).gateway
+    assert worker_count(ServeOptions(), four) == 4
+    assert worker_count(ServeOptions(workers=2), four) == 2
+    for junk in (0, -1, "many"):  # config.yaml: stopped when the file is read, in one line
+        with pytest.raises(ConfigError, match="gateway.workers"):
+            parse_config({"gateway": {"workers": junk}})
+    with pytest.raises(ConfigError, match="--workers"):
+        worker_count(ServeOptions(workers=0), four)
 
 
 def test_status_lines_for_each_worker():

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from gateway.cli import pairing_main
 from gateway.runner import SOFT_DEFERRED
 from tests.fake_provider import error_413, slow, text
+from tests.gateway.conftest import pairing_main
 
 USER, CHAT = 1001, 1001
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gateway.lease import TurnLeases, lease_name, lease_wait
+from gateway.lease import TurnLeases, lease_name
 from tests.fake_provider import text
 
 KEY = "X-Hermes-Session-Key"
@@ -109,7 +109,7 @@ def test_the_lease_is_free_again_when_the_turn_ends(make_gateway, provider_env, 
 
 
 def test_sqlite_takes_no_lease_and_bad_wait_settings_are_refused():
-    from hermes_core.config import ConfigError
+    from hermes_core.config import ConfigError, parse_config
     from hermes_state import SessionDB
 
     db = SessionDB()
@@ -117,8 +117,11 @@ def test_sqlite_takes_no_lease_and_bad_wait_settings_are_refused():
         assert TurnLeases(db).shared is False
     finally:
         db.close()
+    def lease_wait(section: dict) -> float:  # what the runner is given (gateway.process)
+        return parse_config({"gateway": section}).gateway.turn_lease_wait
+
     assert lease_wait({}) == 300.0 and lease_wait({"turn_lease_wait": "2.5"}) == 2.5
-    for junk in ("soon", -1, None):
+    for junk in ("soon", -1, None):  # refused when config.yaml is read, in one line
         with pytest.raises(ConfigError, match="turn_lease_wait"):
             lease_wait({"turn_lease_wait": junk})
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 import pytest
 
 from gateway.access import CODE_TTL_SECONDS, AccessControl, PairingStore, allowlisted
-from gateway.cli import gateway_main, pairing_main
 from gateway.platforms.api_server import APIServer, APIServerConfigError, is_loopback
 from gateway.platforms.base import MessageEvent
 from gateway.platforms.telegram import split_message, telegram_api_urls, utf16_len
 from gateway.sessions import key_for_event, session_key
+from tests.gateway.conftest import gateway_main, pairing_main
 
 
 class Clock:
@@ -136,7 +136,7 @@ def test_unreadable_config_is_one_line(hermes_home, capsys):
 
 
 def test_config_error_anywhere_in_startup_is_one_line(hermes_home, capsys, monkeypatch):
-    import gateway.cli as cli
+    import hermes_cli.gateway_cmd as cli
     from hermes_core.config import ConfigError
 
     def bad(*_a, **_k):
@@ -160,10 +160,10 @@ def test_config_error_anywhere_in_startup_is_one_line(hermes_home, capsys, monke
 def test_exception_tracebacks_in_the_log_are_redacted(hermes_home):
     import logging
 
-    from gateway.cli import _setup_logging
+    from gateway.logs import RedactSecrets, setup_logging
 
     token = "123456789:AAH-secret-bot-token"
-    path, handlers = _setup_logging([token], verbose=False)
+    path, handlers = setup_logging(RedactSecrets([token]), verbose=False)
     try:
         log = logging.getLogger("gateway.test_redaction")
         try:

@@ -1,4 +1,4 @@
-"""SPEC §15 against `python -m gateway.cli run` as a subprocess: capabilities, tool progress events,
+"""SPEC §15 against `python -m hermes_cli.main gateway run` as a subprocess: capabilities, tool progress events,
 finish reasons and the `hermes` member, X-Hermes-Session-Key, checked with the tests' own SSE parser
 and with the openai SDK (a plain OpenAI client must parse every stream)."""
 from __future__ import annotations

@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 
 import pytest
 
-from gateway.cli import read_status
+from gateway.status import read_status
 from hermes_state import SessionDB
 from tests.cli.conftest import hermes_env, run_hermes
 from tests.fake_provider import text

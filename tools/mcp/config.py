@@ -25,8 +25,8 @@ SAFE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_
 _SECRET_KEY = re.compile(r"(auth|cookie|key|token|secret|passw|credential)", re.I)
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 Transport = Literal["stdio", "http", "sse"]
-_TRANSPORTS = {"stdio": "stdio", "http": "http", "streamable_http": "http", "streamable-http": "http",
-               "streamablehttp": "http", "sse": "sse"}
+_TRANSPORTS = {"stdio": "stdio", "http": "http", "streamable_http": "http",
+               "streamable-http": "http", "streamablehttp": "http", "sse": "sse"}
 
 
 class MCPConfigError(ValueError):
@@ -89,7 +89,8 @@ class _Entry(BaseModel):
     @classmethod
     def _args_as_strings(cls, v: Any) -> Any:
         if isinstance(v, (list, tuple)):
-            return [str(a) if isinstance(a, (int, float)) and not isinstance(a, bool) else a for a in v]
+            return [str(a) if isinstance(a, (int, float)) and not isinstance(a, bool) else a
+                    for a in v]
         return v
 
     @field_validator("env", "headers", mode="before")
@@ -157,8 +158,9 @@ def parse_server(name: str, raw: Any, environ: Mapping[str, str]) -> ServerConfi
     if entry.url and not re.match(r"https?://", entry.url):
         raise MCPConfigError(f"mcp_servers.{name}: `url` must start with http:// or https://")
     return ServerConfig(
-        name=name, transport=transport, command=entry.command, args=tuple(entry.args), env=dict(entry.env),
-        cwd=entry.cwd, url=entry.url, headers=dict(entry.headers), enabled=entry.enabled,
+        name=name, transport=transport, command=entry.command, args=tuple(entry.args),
+        env=dict(entry.env), cwd=entry.cwd, url=entry.url, headers=dict(entry.headers),
+        enabled=entry.enabled,
         timeout=entry.timeout, connect_timeout=entry.connect_timeout,
         include=tuple(entry.tools.include), exclude=tuple(entry.tools.exclude),
         expanded=tuple(sorted(used)))
@@ -169,7 +171,8 @@ def parse_servers(raw: Any, environ: Mapping[str, str]) -> tuple[list[ServerConf
     if raw is None:
         return [], []
     if not isinstance(raw, dict):
-        return [], [f"mcp_servers: must be a mapping of server name -> settings, not {type(raw).__name__}"]
+        return [], ["mcp_servers: must be a mapping of server name -> settings, "
+                    f"not {type(raw).__name__}"]
     servers: list[ServerConfig] = []
     errors: list[str] = []
     for name, entry in raw.items():

@@ -1,4 +1,4 @@
-"""One MCP server: connect, list its tools, stay connected, run calls (async, in the manager's loop).
+"""One MCP server: connect, list tools, stay connected, run calls (async, in the manager's loop).
 
 `Connection.run()` is the server's whole life: connect within `connect_timeout`, hand the tool
 list over, then wait until the connection drops (the stdio pipe reaches EOF or a call finds it
@@ -16,11 +16,12 @@ import shutil
 import sys
 import threading
 import time
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from tools.mcp.config import ServerConfig, child_env, display_url
+from tools.mcp.transport import is_transport_error, streamable_http, watched
 from hermes_core.retry import jittered_backoff
 
 LAUNCHER = str(Path(__file__).with_name("launcher.py"))
@@ -51,7 +52,8 @@ def resolve_command(command: str, path: Optional[str], cwd: Optional[str]) -> st
         raise _Permanent(f"command {command!r} does not exist or is not executable")
     found = shutil.which(command, path=path)
     if not found:
-        raise _Permanent(f"command {command!r} was not found on PATH; install it or give its full path")
+        raise _Permanent(f"command {command!r} was not found on PATH; "
+                         "install it or give its full path")
     return found
 
 
@@ -65,68 +67,12 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-class _EofWatch:
-    """The transport's read stream, reporting the moment it ends (the server went away)."""
-
-    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
-        self._inner, self._on_eof = inner, on_eof
-
-    async def receive(self) -> Any:
-        import anyio
-
-        try:
-            return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            self._on_eof()
-            raise
-
-    def __aiter__(self) -> "_EofWatch":
-        return self
-
-    async def __anext__(self) -> Any:
-        import anyio
-
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> "_EofWatch":
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> Any:
-        return await self._inner.__aexit__(*exc)
-
-    def __getattr__(self, name: str) -> Any:  # e.g. `last_context`, read with getattr by the SDK
-        return getattr(self._inner, name)
-
-
-@asynccontextmanager
-async def _watched(transport: Any, on_eof: Callable[[], None]) -> AsyncIterator[tuple[Any, Any]]:
-    async with transport as (read, write):
-        yield _EofWatch(read, on_eof), write
-
-
-@asynccontextmanager
-async def _streamable_http(cfg: ServerConfig) -> AsyncIterator[tuple[Any, Any]]:
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
-    timeout = httpx2.Timeout(cfg.connect_timeout, read=max(300.0, cfg.timeout))
-    async with httpx2.AsyncClient(headers=cfg.headers, timeout=timeout) as http:
-        async with streamable_http_client(cfg.url or "", http_client=http) as streams:
-            yield streams
-
-
 class Connection:
     """A configured server and its live session; status fields are read from other threads."""
 
     def __init__(self, cfg: ServerConfig, *, log_path: Path, environ: Mapping[str, str],
-                 on_tools: Callable[["Connection"], None], on_event: Callable[[str, str], None]) -> None:
+                 on_tools: Callable[["Connection"], None],
+                 on_event: Callable[[str, str], None]) -> None:
         self.cfg = cfg
         self.name = cfg.name
         self.status = "connecting" if cfg.enabled else "disabled"
@@ -134,7 +80,8 @@ class Connection:
         self.tools: list[dict] = []  # as listed by the server (JSON dicts)
         self.settled = threading.Event()  # the first attempt is over, either way
         self.started = time.monotonic()
-        self.attempt_started: Optional[float] = None  # when the current connect began (SDK imported)
+        # when the current connect began (SDK imported)
+        self.attempt_started: Optional[float] = None
         self.next_retry: Optional[float] = None
         self._log_path = log_path
         self._environ = environ
@@ -160,9 +107,10 @@ class Connection:
             except _Permanent as exc:
                 self._failed(str(exc), retrying=False)
                 return
-            except Exception as exc:  # noqa: BLE001 - any failure to connect is reported, then retried
+            except Exception as exc:  # noqa: BLE001 - any connect failure: reported, then retried
                 failures += 1
-                self._failed(str(exc) if isinstance(exc, ConnectionError) else describe(exc), retrying=True)
+                self._failed(str(exc) if isinstance(exc, ConnectionError) else describe(exc),
+                             retrying=True)
             if self._stopping:
                 break
             delay = jittered_backoff(failures, base=1.0, cap=30.0)
@@ -195,7 +143,8 @@ class Connection:
     async def _connect_and_serve(self) -> None:
         self._lost, self._junk = None, []
         if self.cfg.transport == "stdio":  # before the SDK import: a missing command fails at once
-            resolve_command(self.cfg.command or "", child_env(self.cfg, self._environ).get("PATH"), self.cfg.cwd)
+            resolve_command(self.cfg.command or "", child_env(self.cfg, self._environ).get("PATH"),
+                            self.cfg.cwd)
         import anyio
         from mcp import Client
         from mcp.types import Implementation
@@ -210,7 +159,8 @@ class Connection:
             self._scope = scope
             try:
                 async with AsyncExitStack() as stack:
-                    transport = _watched(self._transport(stack), lambda: self.drop("the server closed the connection"))
+                    transport = watched(self._transport(stack),
+                                         lambda: self.drop("the server closed the connection"))
                     client = await stack.enter_async_context(Client(
                         transport, message_handler=self._on_message,
                         client_info=Implementation(name="hermes", version="0.1")))
@@ -226,7 +176,7 @@ class Connection:
                     self._client = None
             except _Permanent:
                 raise
-            except Exception as exc:  # noqa: BLE001 - the transport's teardown after a drop, or a failed connect
+            except Exception as exc:  # noqa: BLE001 - teardown after a drop, or a failed connect
                 if connected:
                     self._lost = self._lost or describe(exc)
                 else:
@@ -238,7 +188,8 @@ class Connection:
             raise ConnectionError(self._why(TimeoutError(), log_start))
         if not self._stopping:
             self.status, self.error = "reconnecting", self._lost or "the connection dropped"
-            self._on_event("warning", f"MCP server {self.name} disconnected ({self.error}); reconnecting")
+            self._on_event("warning",
+                           f"MCP server {self.name} disconnected ({self.error}); reconnecting")
 
     def _transport(self, stack: AsyncExitStack) -> Any:
         cfg = self.cfg
@@ -249,11 +200,14 @@ class Connection:
             exe = resolve_command(cfg.command or "", env.get("PATH"), cfg.cwd)
             from hermes_core.home import create_private_file, ensure_private_dir
 
-            ensure_private_dir(self._log_path.parent)  # logs are private like the rest of HERMES_HOME
+            # logs are private like the rest of HERMES_HOME
+            ensure_private_dir(self._log_path.parent)
             create_private_file(self._log_path)
-            errlog = stack.enter_context(open(self._log_path, "a", encoding="utf-8", errors="replace"))
+            errlog = stack.enter_context(open(self._log_path, "a", encoding="utf-8",
+                                              errors="replace"))
             params = StdioServerParameters(
-                command=sys.executable, args=["-I", "-S", LAUNCHER, str(os.getpid()), exe, *cfg.args],
+                command=sys.executable,
+                args=["-I", "-S", LAUNCHER, str(os.getpid()), exe, *cfg.args],
                 env=env, cwd=str(Path(cfg.cwd).expanduser()) if cfg.cwd else None)
             return stdio_client(params, errlog=errlog)
         if cfg.transport == "sse":
@@ -261,14 +215,15 @@ class Connection:
 
             return sse_client(cfg.url or "", headers=cfg.headers, timeout=cfg.connect_timeout,
                               sse_read_timeout=max(300.0, cfg.timeout))
-        return _streamable_http(cfg)
+        return streamable_http(cfg)
 
     async def _list_tools(self, client: Any) -> list[dict]:
         tools: list[dict] = []
         cursor = None
         for _ in range(MAX_TOOL_PAGES):
             page = await client.list_tools(cursor=cursor)
-            tools.extend(t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools)
+            tools.extend(t.model_dump(mode="json", by_alias=True, exclude_none=True)
+                         for t in page.tools)
             cursor = page.next_cursor
             if not cursor:
                 break
@@ -291,14 +246,15 @@ class Connection:
         try:
             self.tools = await self._list_tools(client)
         except Exception as exc:  # noqa: BLE001
-            self._on_event("warning", f"MCP server {self.name}: could not refresh its tools ({describe(exc)})")
+            self._on_event("warning", f"MCP server {self.name}: "
+                                      f"could not refresh its tools ({describe(exc)})")
             return
         if client is self._client:
             self._on_tools(self)
 
     # ---- calls --------------------------------------------------------------------------------
     async def call(self, tool: str, args: dict, timeout: float) -> dict:
-        """The CallToolResult as a JSON dict; Unavailable or CallFailed with a line for the model."""
+        """The CallToolResult as a JSON dict; Unavailable/CallFailed carry a line for the model."""
         from mcp.shared.exceptions import MCPError
         from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
@@ -315,8 +271,8 @@ class Connection:
                 raise CallFailed(f"no answer from MCP server {self.name} within {timeout:g} s "
                                  f"(mcp_servers.{self.name}.timeout)") from None
             raise CallFailed(f"MCP server {self.name} refused the call: {exc}") from None
-        except Exception as exc:  # noqa: BLE001 - the transport broke (HTTP server gone, pipe closed)
-            if _is_transport_error(exc):
+        except Exception as exc:  # noqa: BLE001 - transport broke (HTTP server gone, pipe closed)
+            if is_transport_error(exc):
                 self.drop(describe(exc))
                 raise Unavailable(self.unavailable_message()) from None
             raise CallFailed(f"MCP server {self.name}: {describe(exc)}") from None
@@ -324,8 +280,9 @@ class Connection:
 
     def unavailable_message(self) -> str:
         why = self._lost or self.error or self.status
-        return (f"MCP server {self.name} is unavailable ({why}): server unavailable, retrying in the "
-                "background; try the call again in a few seconds")
+        return (f"MCP server {self.name} is unavailable ({why}): "
+                "server unavailable, retrying in the background; "
+                "try the call again in a few seconds")
 
     # ---- reporting ------------------------------------------------------------------------------
     def _failed(self, message: str, retrying: bool) -> None:
@@ -345,7 +302,8 @@ class Connection:
     def _why(self, exc: BaseException, log_start: int) -> str:
         """Why connecting failed, with the clue a user needs (the server's last words on stderr)."""
         if isinstance(exc, TimeoutError):
-            text = f"no MCP handshake within {self.cfg.connect_timeout:g} s (mcp_servers.{self.name}.connect_timeout)"
+            text = (f"no MCP handshake within {self.cfg.connect_timeout:g} s "
+                    f"(mcp_servers.{self.name}.connect_timeout)")
         elif self.cfg.transport != "stdio":
             text = f"cannot reach {display_url(self.cfg.url or '')} ({describe(exc)})"
         else:
@@ -370,17 +328,3 @@ class Connection:
         lines = [_ANSI.sub("", ln).strip(" │╭╮╰╯─") for ln in data.splitlines()]
         lines = [ln for ln in lines if ln]
         return lines[-1][:200] if lines else ""
-
-
-def _is_transport_error(exc: BaseException) -> bool:
-    import anyio
-
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    if isinstance(exc, (OSError, anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)):
-        return True
-    try:
-        import httpx2
-    except ImportError:  # pragma: no cover
-        return False
-    return isinstance(exc, (httpx2.TransportError, httpx2.HTTPStatusError))

@@ -1,4 +1,6 @@
-"""Runs a stdio MCP server so that it never outlives Hermes: `python -I -S launcher.py PPID CMD [ARG...]`.
+"""Runs a stdio MCP server so that it never outlives Hermes.
+
+    python -I -S launcher.py PPID CMD [ARG...]
 
 The SDK spawns the server itself (in a new session), so Hermes cannot set anything in the child
 before `exec`; this tiny supervisor does. It asks the kernel for a signal when its parent dies

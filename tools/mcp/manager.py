@@ -31,7 +31,8 @@ from tools import registry
 from tools.registry import ToolContext, ToolError
 
 log = logging.getLogger("hermes.mcp")
-log.addHandler(logging.NullHandler())  # reported through `report`; a host's logging config still gets them
+# reported through `report`; a host's logging config still gets them
+log.addHandler(logging.NullHandler())
 Reporter = Callable[[str, str], None]  # (kind: "info" | "warning" | "error", one line)
 
 
@@ -62,7 +63,8 @@ class MCPManager:
         self._registered: dict[str, dict[str, str]] = {}  # server -> {registry name: tool name}
         self._reported: dict[str, set[str]] = {}  # server -> problem lines already shown
         self.connections: dict[str, Connection] = {
-            s.name: Connection(s, log_path=log_dir / "mcp" / f"{_file_name(s.name)}.log", environ=self._environ,
+            s.name: Connection(s, log_path=log_dir / "mcp" / f"{_file_name(s.name)}.log",
+                               environ=self._environ,
                                on_tools=self._tools_listed, on_event=self._event)
             for s in servers}
         self._loop: Optional[asyncio.AbstractEventLoop] = None
@@ -77,7 +79,8 @@ class MCPManager:
             return self
         _route_sdk_logs(self._log_dir)
         ready = threading.Event()
-        self._thread = threading.Thread(target=self._run_loop, args=(ready,), name="hermes-mcp", daemon=True)
+        self._thread = threading.Thread(target=self._run_loop, args=(ready,), name="hermes-mcp",
+                                        daemon=True)
         self._thread.start()
         ready.wait()
         for conn in self.connections.values():
@@ -87,7 +90,8 @@ class MCPManager:
         if self._register:
             for conn in self.connections.values():
                 if conn.cfg.enabled:  # naming it in -t or `toolsets:` is valid before it connects
-                    registry.register_toolset(toolset_name(conn.name), f"tools of MCP server {conn.name}")
+                    registry.register_toolset(toolset_name(conn.name),
+                                              f"tools of MCP server {conn.name}")
             registry.add_settle_hook(self.wait_settled)
         return self
 
@@ -102,20 +106,23 @@ class MCPManager:
             loop.close()
 
     def wait_settled(self, notify: Optional[Callable[[str], None]] = None,
-                     cancel: Optional[threading.Event] = None, timeout: Optional[float] = None) -> list[str]:
+                     cancel: Optional[threading.Event] = None,
+                     timeout: Optional[float] = None) -> list[str]:
         """Wait until every enabled server has connected or failed, each at most until its own
         `connect_timeout` from start; the names still connecting afterwards."""
         told = False
         stop_at = time.monotonic() + timeout if timeout is not None else float("inf")
         while True:
-            pending = [c for c in self.connections.values() if c.cfg.enabled and not c.settled.is_set()]
+            pending = [c for c in self.connections.values()
+                       if c.cfg.enabled and not c.settled.is_set()]
             now = time.monotonic()
             pending = [c for c in pending if now < min(stop_at, _connect_deadline(c))]
             if not pending or (cancel is not None and cancel.is_set()):
                 return [c.name for c in pending]
             if notify is not None and not told:
                 told = True
-                left = max(min(stop_at, _connect_deadline(c), now + c.cfg.connect_timeout) for c in pending) - now
+                left = max(min(stop_at, _connect_deadline(c), now + c.cfg.connect_timeout)
+                           for c in pending) - now
                 notify(f"Waiting for MCP server{'s' if len(pending) > 1 else ''} "
                        f"{', '.join(c.name for c in pending)} to connect (up to {left:.0f} s)…")
             pending[0].settled.wait(0.05)
@@ -157,7 +164,8 @@ class MCPManager:
             raise ToolError(f"MCP server {server} is not running in this process")
         limit = conn.cfg.timeout if timeout is None else timeout
         future = asyncio.run_coroutine_threadsafe(conn.call(tool, args, limit), self._loop)
-        deadline = time.monotonic() + limit + 5.0  # the SDK's own timeout fires first; this is a backstop
+        # the SDK's own timeout fires first; this is a backstop
+        deadline = time.monotonic() + limit + 5.0
         while True:
             try:
                 return future.result(0.1)
@@ -167,17 +175,18 @@ class MCPManager:
                     raise ToolError(f"the call to {server} was interrupted") from None
                 if time.monotonic() > deadline or self._closed:
                     future.cancel()
-                    why = "Hermes is shutting down" if self._closed else f"no answer within {limit:g} s"
+                    why = ("Hermes is shutting down" if self._closed
+                           else f"no answer within {limit:g} s")
                     raise ToolError(f"the call to MCP server {server} ended: {why}") from None
             except CancelledError:
                 raise ToolError(f"the call to MCP server {server} was cancelled "
                                 "(Hermes is shutting down)") from None
             except (Unavailable, CallFailed) as exc:
                 raise ToolError(str(exc)) from None
-            except Exception as exc:  # noqa: BLE001 - whatever the SDK raised: one line for the model
+            except Exception as exc:  # noqa: BLE001 - any SDK error: one line for the model
                 raise ToolError(f"MCP server {server}: {describe(exc)}") from None
 
-    # ---- status -----------------------------------------------------------------------------------
+    # ---- status ---------------------------------------------------------------------------------
     def statuses(self) -> list[ServerStatus]:
         out = []
         now = time.monotonic()
@@ -187,9 +196,12 @@ class MCPManager:
                       else display_url(cfg.url or ""))
             names = self._registered.get(conn.name, {})
             by_raw = {str(t.get("name")): str(t.get("description") or "") for t in conn.tools}
-            retry = conn.next_retry - now if conn.next_retry and conn.status in ("failed", "reconnecting") else None
-            out.append(ServerStatus(conn.name, cfg.transport, self._redact(conn.name, target), conn.status,
-                                    self._redact(conn.name, conn.error) if conn.error else None, sorted(names),
+            retry = (conn.next_retry - now
+                     if conn.next_retry and conn.status in ("failed", "reconnecting") else None)
+            out.append(ServerStatus(conn.name, cfg.transport, self._redact(conn.name, target),
+                                    conn.status,
+                                    self._redact(conn.name, conn.error) if conn.error else None,
+                                    sorted(names),
                                     {n: by_raw.get(raw, "") for n, raw in names.items()},
                                     max(0.0, retry) if retry is not None else None))
         return out
@@ -209,7 +221,8 @@ class MCPManager:
         if self._register:
             reg = register_server_tools(
                 conn.name, conn.tools, conn.cfg.include, conn.cfg.exclude,
-                call=lambda tool, args, ctx, name=conn.name: self._call_from_registry(name, tool, args, ctx),
+                call=lambda tool, args, ctx, name=conn.name: self._call_from_registry(
+                    name, tool, args, ctx),
                 previous=self._registered.get(conn.name, {}),
                 redact=lambda text, name=conn.name: self._redact(name, text))
             self._registered[conn.name] = reg.names
@@ -219,7 +232,8 @@ class MCPManager:
                     seen.add(line)
                     self._event("warning", line)
         else:  # `hermes mcp list/test`: the names the agent would see, nothing registered
-            chosen, _ = plan_tools(conn.name, conn.tools, conn.cfg.include, conn.cfg.exclude, lambda n: False)
+            chosen, _ = plan_tools(conn.name, conn.tools, conn.cfg.include, conn.cfg.exclude,
+                                   lambda n: False)
             self._registered[conn.name] = {name: tool["name"] for name, tool in chosen}
         n = len(self._registered[conn.name])
         self._event("info", f"MCP server {conn.name} {'connected' if first else 'reconnected'} "
@@ -263,7 +277,8 @@ def _route_sdk_logs(log_dir: Path) -> None:
             ensure_private_dir(log_dir / "mcp")
             path = create_private_file(log_dir / "mcp" / "sdk.log")
             handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
-            handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+            handler.setFormatter(
+                logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
         except OSError:
             handler = logging.NullHandler()
         logger.addHandler(handler)
@@ -277,8 +292,9 @@ _manager_lock = threading.Lock()
 
 def start_servers(cfg: Any, *, report: Optional[Reporter] = None,
                   environ: Optional[Mapping[str, str]] = None) -> Optional[MCPManager]:
-    """Start this process's MCP servers from `cfg.mcp_servers` (once; later calls return the same
-    manager). Bad entries are reported through `report` and skipped. None when none is configured."""
+    """Start this process's MCP servers from `cfg.mcp_servers` (once; later calls return the
+    same manager). Bad entries are reported through `report` and skipped. None when none is
+    configured."""
     global _manager
     with _manager_lock:
         if _manager is not None:
@@ -293,7 +309,8 @@ def start_servers(cfg: Any, *, report: Optional[Reporter] = None,
                 report("error", line + "; this server is skipped")
         if not servers:
             return None
-        _manager = MCPManager(servers, log_dir=hermes_home() / "logs", environ=env, report=report).start()
+        _manager = MCPManager(servers, log_dir=hermes_home() / "logs", environ=env,
+                              report=report).start()
         atexit.register(shutdown_servers)
         return _manager
 

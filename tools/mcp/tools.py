@@ -52,7 +52,8 @@ def check_schema(schema: Any) -> tuple[Optional[dict], Optional[str]]:
         fixed["type"] = "object"
         notes.append("added the missing `type: object`")
     elif fixed["type"] != "object":
-        return None, f"its input schema has type {fixed['type']!r}; tool arguments must be an object"
+        return None, (f"its input schema has type {fixed['type']!r}; "
+                      "tool arguments must be an object")
     if not isinstance(fixed.get("properties", {}), dict):
         return None, "its input schema's `properties` is not a mapping"
     fixed.setdefault("properties", {})
@@ -73,15 +74,18 @@ def _part_text(part: dict) -> str:
         return str(part.get("text") or "")
     if kind in ("image", "audio"):
         size = len(part.get("data") or "") * 3 // 4
-        return f"[{kind}: {part.get('mimeType') or part.get('mime_type') or '?'}, {size:,} bytes not shown]"
+        return (f"[{kind}: {part.get('mimeType') or part.get('mime_type') or '?'}, "
+                f"{size:,} bytes not shown]")
     if kind == "resource_link":
-        return f"[resource: {part.get('uri')}" + (f" ({part['name']})" if part.get("name") else "") + "]"
+        return (f"[resource: {part.get('uri')}"
+                + (f" ({part['name']})" if part.get("name") else "") + "]")
     if kind == "resource":
         res = part.get("resource") or {}
         if "text" in res:
             return str(res.get("text") or "")
         size = len(res.get("blob") or "") * 3 // 4
-        return f"[resource {res.get('uri')}: {res.get('mimeType') or '?'}, {size:,} bytes not shown]"
+        return (f"[resource {res.get('uri')}: {res.get('mimeType') or '?'}, "
+                f"{size:,} bytes not shown]")
     return f"[{kind} content not shown]"
 
 
@@ -125,9 +129,9 @@ class Registration:
 
 def plan_tools(server: str, tools: list[dict], include: tuple[str, ...], exclude: tuple[str, ...],
                taken: Callable[[str], bool]) -> tuple[list[tuple[str, dict]], list[str]]:
-    """Which of a server's listed tools (`{name, description, inputSchema}` dicts) to register, under
-    which name: [(registry name, tool with its checked schema)], and one line per tool left out.
-    `taken(name)` says a registry name already belongs to someone else."""
+    """Which of a server's listed tools (`{name, description, inputSchema}` dicts) to register,
+    under which name: [(registry name, tool with its checked schema)], and one line per tool
+    left out. `taken(name)` says a registry name already belongs to someone else."""
     from tools.mcp.config import tool_selected
 
     chosen: list[tuple[str, dict]] = []
@@ -146,7 +150,8 @@ def plan_tools(server: str, tools: list[dict], include: tuple[str, ...], exclude
             continue
         if taken(name):
             problems.append(f"MCP server {server}: tool {raw!r} would be {name}, which another "
-                            "server's tool already uses; it is left out (rename a server in config.yaml)")
+                            "server's tool already uses; "
+                            "it is left out (rename a server in config.yaml)")
             continue
         schema, note = check_schema(tool.get("inputSchema", tool.get("input_schema")))
         if schema is None:
@@ -184,7 +189,8 @@ def register_server_tools(server: str, tools: list[dict], include: tuple[str, ..
     chosen, problems = plan_tools(server, tools, include, exclude, taken)
     names: dict[str, str] = {}
     for name, tool in chosen:
-        register(ToolSpec(name=name, description=tool["description"], parameters=tool["inputSchema"],
+        register(ToolSpec(name=name, description=tool["description"],
+                          parameters=tool["inputSchema"],
                           handler=_handler(tool["name"], call, redact), toolset=toolset,
                           mutating=not tool["readOnly"]))  # acts outside Hermes unless it says not
         names[name] = tool["name"]
@@ -193,7 +199,8 @@ def register_server_tools(server: str, tools: list[dict], include: tuple[str, ..
     return Registration(names, problems)
 
 
-def _handler(raw: str, call: Caller, redact: Callable[[str], str]) -> Callable[[dict, ToolContext], str]:
+def _handler(raw: str, call: Caller,
+             redact: Callable[[str], str]) -> Callable[[dict, ToolContext], str]:
     def run(args: dict, ctx: ToolContext) -> str:
         result = call(raw, args, ctx)
         text = redact(result_text(result))

@@ -23,7 +23,7 @@ class MemoryEditError(Exception):
 
 
 def normalise(text: str) -> str:
-    """CRLF/CR line ends become LF; a ``§`` line at the very start or end still counts as a delimiter."""
+    """CRLF/CR line ends become LF; a ``§`` line at the very start or end still is a delimiter."""
     return "\n" + text.replace("\r\n", "\n").replace("\r", "\n") + "\n"
 
 
@@ -115,8 +115,9 @@ def _clean_content(content: str) -> str:
         raise MemoryEditError("content is empty; give the text of the entry")
     reason = scan(text, strict=True)
     if reason:
-        raise MemoryEditError(f"refused: the entry contains {reason}. Memory goes into every future "
-                              f"prompt, so it must not carry instructions, hidden text or secrets")
+        raise MemoryEditError(f"refused: the entry contains {reason}. "
+                              "Memory goes into every future prompt, "
+                              "so it must not carry instructions, hidden text or secrets")
     if "§" in text.replace("\r\n", "\n").split("\n") or DELIMITER in normalise(text):
         raise MemoryEditError("content must not contain a line holding only §; "
                               "save separate facts as separate entries")
@@ -149,7 +150,8 @@ def apply(entries: list[str], edit: Edit, limit: int, label: str) -> tuple[list[
             del entries[i]  # the new text is already an entry: the replace just merges them
         else:
             entries[i] = text
-        if usage(entries) > limit and usage(entries) > before:  # shrinking an over-full file is fine
+        # shrinking an over-full file is fine
+        if usage(entries) > limit and usage(entries) > before:
             raise MemoryEditError(f"{label} would be {usage(entries):,}/{limit:,} chars after this "
                                   f"replace; make the entry shorter or remove another first")
         return entries, (f"replaced [{entry_id(old)}] with [{entry_id(text)}] in {label} "
@@ -157,7 +159,8 @@ def apply(entries: list[str], edit: Edit, limit: int, label: str) -> tuple[list[
     if edit.action == "remove":
         i = find_entry(entries, edit.old_text)
         old = entries.pop(i)
-        return entries, f"removed [{entry_id(old)}] from {label} ({usage(entries):,}/{limit:,} chars)"
+        return entries, (f"removed [{entry_id(old)}] from {label} "
+                         f"({usage(entries):,}/{limit:,} chars)")
     raise MemoryEditError(f"unknown action {edit.action!r}; use add, replace, remove or read")
 
 
@@ -183,13 +186,14 @@ def render_snapshot(files: dict[str, list[str]], limits: dict[str, int]) -> str:
             if reason:
                 e_shown = f"(held back by Hermes: looks like {reason})"
             else:
-                e_shown = e if len(e) <= limit else e[:limit] + " … (cut: this entry alone is over budget)"
+                e_shown = (e if len(e) <= limit
+                           else e[:limit] + " … (cut: this entry alone is over budget)")
             lines.append(f"[{entry_id(e)}] {e_shown}")
         body = DELIMITER.join(lines)
         rest = len(entries) - len(kept)
         if rest:
             more = f"{rest} more entr{'y' if rest == 1 else 'ies'}"
             body += f"\n({more} past the budget not shown; consolidate)"
-        blocks.append(f"## {TITLES.get(target, target)} [{usage(entries):,}/{limit:,} chars, as of session "
-                      f"start]\n{body}")
+        blocks.append(f"## {TITLES.get(target, target)} "
+                      f"[{usage(entries):,}/{limit:,} chars, as of session start]\n{body}")
     return "\n\n".join(blocks)

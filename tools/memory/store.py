@@ -36,8 +36,7 @@ def owner_home(home: Path, owner: Optional[str], cfg: Any = None) -> Path:
     the local owner, and for every chat user when ``gateway.shared_memory: true``; else a folder
     of that chat user's own, ``HERMES_HOME/users/<platform>-<user id>/``, so one chat user's turns
     never read or write another's notes (nor the owner's)."""
-    gateway = getattr(cfg, "gateway", None)
-    shared = isinstance(gateway, dict) and gateway.get("shared_memory") is True
+    shared = getattr(getattr(cfg, "gateway", None), "shared_memory", False) is True
     if owner is None or shared:
         return Path(home)
     return Path(home) / "users" / re.sub(r"[^A-Za-z0-9_.-]", "_", owner.replace(":", "-", 1))
@@ -97,7 +96,7 @@ def read_text(path: Path) -> Optional[str]:
 
 
 def load(home: Path, target: str) -> list[str]:
-    """The entries of one store, for reading (a ``§`` the parser does not split on stays in an entry)."""
+    """One store's entries for reading (a ``§`` the parser does not split on stays in an entry)."""
     return fmt.parse(read_text(file_path(home, target)) or "")
 
 
@@ -125,8 +124,9 @@ def _load_for_write(home: Path, target: str) -> list[str]:
     if trouble:
         copy = backup(path)
         raise MemoryStoreError(
-            f"{path.name} was not changed: {trouble}. A copy is at {copy}. Fix the file (entries are "
-            f"separated by a line holding only §) with `hermes memory edit {target}`, then retry.")
+            f"{path.name} was not changed: {trouble}. A copy is at {copy}. "
+            f"Fix the file (entries are separated by a line holding only §) "
+            f"with `hermes memory edit {target}`, then retry.")
     return fmt.parse(text or "")
 
 

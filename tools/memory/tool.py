@@ -31,13 +31,15 @@ def _edits(args: dict, targets: tuple[str, ...]) -> list[fmt.Edit]:
         if not isinstance(op, dict):
             raise ToolError(f"{where} must be an object with target and action")
         target = op.get("target") or args.get("target")
-        action = op.get("action") or (args.get("action") if args.get("operations") is None else None)
+        single = args.get("action") if args.get("operations") is None else None
+        action = op.get("action") or single
         if target not in targets:
             on = " or ".join(targets) or "nothing (memory is off in config)"
             raise ToolError(f"{where}: target must be {on}, got {target!r}")
         if action not in ACTIONS:
             raise ToolError(f"{where}: action must be one of {', '.join(ACTIONS)}, got {action!r}")
-        edits.append(fmt.Edit(target, action, str(op.get("content") or ""), str(op.get("old_text") or "")))
+        edits.append(fmt.Edit(target, action, str(op.get("content") or ""),
+                              str(op.get("old_text") or "")))
     return edits
 
 
@@ -70,7 +72,8 @@ def _run(args: dict, ctx: ToolContext) -> str:
         raise ToolError(prefix + str(exc)) from None
     except store.MemoryStoreError as exc:
         raise ToolError(f"memory: {exc}") from None
-    return "; ".join(notes) + ". (The prompt keeps the session-start snapshot; this change is saved.)"
+    return ("; ".join(notes)
+            + ". (The prompt keeps the session-start snapshot; this change is saved.)")
 
 
 def memory(args: dict, ctx: ToolContext) -> str:
@@ -100,17 +103,20 @@ def register(ctx: Any) -> None:
     ctx.register_tool(ToolSpec(
         "memory",
         "Durable notes kept across sessions. target memory: your notes (environment, conventions, "
-        "lessons); target user: who the user is (name, preferences, habits). Entries are short facts "
-        "shown in the prompt at session start.",
+        "lessons); target user: who the user is (name, preferences, habits). "
+        "Entries are short facts shown in the prompt at session start.",
         {"type": "object", "properties": {
             "target": {"type": "string", "enum": ["memory", "user"]},
             "action": {"type": "string", "enum": list(ACTIONS)},
-            "content": {"type": "string", "description": "Entry text for add, new text for replace."},
+            "content": {"type": "string",
+                        "description": "Entry text for add, new text for replace."},
             "old_text": {"type": "string",
-                         "description": "replace/remove: the entry's id or a substring unique to it."},
+                         "description": "replace/remove: the entry's id "
+                                        "or a substring unique to it."},
             "operations": {"type": "array", "items": {"type": "object"},
-                           "description": "Several {target, action, content, old_text} applied all or "
-                                          "none; replaces the single-action fields."},
+                           "description": "Several {target, action, content, old_text} "
+                                          "applied all or none; "
+                                          "replaces the single-action fields."},
         }},
         memory, "memory", mutating=changes_memory,
     ))

@@ -8,17 +8,20 @@ from typing import Iterable, Optional
 
 from hermes_core.messages import content_text
 
-REVIEW_PLATFORM = "skill_review"  # the review agent's platform; skill_manage writes as actor "review"
+# the review agent's platform; skill_manage writes as actor "review"
+REVIEW_PLATFORM = "skill_review"
 
-ACTION_WORDS = {"create": "created", "patch": "patched", "edit": "rewrote", "write_file": "added a file to",
-                "remove_file": "removed a file from", "delete": "deleted"}
+ACTION_WORDS = {"create": "created", "patch": "patched", "edit": "rewrote",
+                "write_file": "added a file to", "remove_file": "removed a file from",
+                "delete": "deleted"}
 
 
 @dataclass
 class TurnActivity:
     tool_calls: int = 0  # every tool call of the turn
     calls_after_write: int = 0  # tool calls after its last successful skill write
-    viewed: list[str] = field(default_factory=list)  # skills loaded with skill_view, first use first
+    # skills loaded with skill_view, first use first
+    viewed: list[str] = field(default_factory=list)
     written: list[tuple[str, str]] = field(default_factory=list)  # (action, name) that succeeded
 
 
@@ -85,7 +88,8 @@ def digest(messages: list[dict], limit: int = 24_000, per_item: int = 600) -> st
                 lines.append(f"ASSISTANT: {_cut(text, per_item * 2)}")
             for call in msg.get("tool_calls") or ():
                 fn = (call.get("function") or {}) if isinstance(call, dict) else {}
-                lines.append(f"TOOL CALL {fn.get('name')}: {_cut(str(fn.get('arguments') or ''), per_item)}")
+                arguments = _cut(str(fn.get("arguments") or ""), per_item)
+                lines.append(f"TOOL CALL {fn.get('name')}: {arguments}")
         elif role == "tool":
             lines.append(f"TOOL RESULT: {_cut(text, per_item)}")
     out: list[str] = []

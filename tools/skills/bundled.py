@@ -90,9 +90,10 @@ def _install(root: Path) -> list[str]:
                     records[name] = {"hash": None}  # the user's own skill by that name: not ours
                     continue
                 land(root, target, lambda tmp, src=SOURCE / rel: copy_into(src, tmp))
-            elif isinstance(record, dict) and record.get("hash") and record.get("hash") != new_hash \
-                    and folder_hash(root / record.get("folder", rel)) == record["hash"]:
-                remove_folder(root, root / record.get("folder", rel))  # unchanged by the user: update
+            elif (isinstance(record, dict) and record.get("hash") and record.get("hash") != new_hash
+                  and folder_hash(root / record.get("folder", rel)) == record["hash"]):
+                # unchanged by the user: update
+                remove_folder(root, root / record.get("folder", rel))
                 land(root, target, lambda tmp, src=SOURCE / rel: copy_into(src, tmp))
             else:
                 continue  # up to date, edited by the user, or removed by the user

@@ -1,9 +1,10 @@
-"""SKILL.md: YAML front matter between ``---`` lines, then Markdown. Pure: text in, data or error out.
+"""SKILL.md: YAML front matter between ``---`` lines, then Markdown.
 
-The format is the public Agent Skills one (``name``, ``description``, optional ``version``,
-``license``, ``platforms``, ``metadata.hermes.tags`` …; unknown keys are kept and ignored), so a
-skill written for another agent parses unchanged. Reading is lenient (a long description is
-shortened for display); writing by the agent is strict (``check_skill_text``).
+Pure: text in, data or error out. The format is the public Agent Skills one (``name``,
+``description``, optional ``version``, ``license``, ``platforms``, ``metadata.hermes.tags`` …;
+unknown keys are kept and ignored), so a skill written for another agent parses unchanged. Reading
+is lenient (a long description is shortened for display); writing by the agent is strict
+(``check_skill_text``).
 """
 from __future__ import annotations
 
@@ -161,10 +162,12 @@ def check_skill_text(text: str, name: Optional[str] = None) -> SkillMeta:
     if problem:
         raise SkillFormatError(problem)
     if name is not None and meta.name != name:
-        raise SkillFormatError(f"the front matter says name: {meta.name} but the skill is {name!r}; "
+        raise SkillFormatError(f"the front matter says name: {meta.name} "
+                               f"but the skill is {name!r}; "
                                "they must match (a skill cannot be renamed by an edit)")
     if not meta.description:
-        raise SkillFormatError("the front matter has no description: add one line saying when to use it")
+        raise SkillFormatError("the front matter has no description: "
+                               "add one line saying when to use it")
     if len(meta.description) > MAX_DESCRIPTION:
         raise SkillFormatError(f"the description is {len(meta.description)} characters; "
                                f"the limit is {MAX_DESCRIPTION}")
@@ -187,7 +190,7 @@ def runs_here(meta: SkillMeta, platform: str = sys.platform) -> bool:
 
 
 def is_text(data: bytes) -> bool:
-    """Text a skill file may hold: UTF-8 without NUL or other control bytes (tab, newlines, ESC aside)."""
+    """Text a skill file may hold: UTF-8 without NUL or control bytes (tab, newlines, ESC aside)."""
     if b"\x00" in data:
         return False
     try:

@@ -1,6 +1,6 @@
 """Versions of a skill: before every write its folder is copied to
-``skills/.history/<name>/<n>/`` (``skill/`` + ``meta.json``), so any write, a delete included, can be
-undone with ``hermes skills revert NAME [N]``. A version taken before a create is "absent":
+``skills/.history/<name>/<n>/`` (``skill/`` + ``meta.json``), so any write, a delete included, can
+be undone with ``hermes skills revert NAME [N]``. A version taken before a create is "absent":
 reverting to it removes the skill. Callers hold the store's lock.
 """
 from __future__ import annotations
@@ -54,8 +54,9 @@ def versions(root: Path, name: str) -> list[Version]:
     for p in entries:
         try:
             meta = json.loads((p / "meta.json").read_text(encoding="utf-8"))
-            out.append(Version(int(p.name), float(meta.get("time", 0)), str(meta.get("action", "?")),
-                               str(meta.get("by", "?")), meta.get("folder"), p))
+            out.append(Version(int(p.name), float(meta.get("time", 0)),
+                               str(meta.get("action", "?")), str(meta.get("by", "?")),
+                               meta.get("folder"), p))
         except (OSError, ValueError, TypeError):
             continue
     return sorted(out, key=lambda v: v.number)

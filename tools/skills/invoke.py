@@ -25,15 +25,15 @@ def split(text: str) -> Optional[tuple[str, str]]:
 
 
 def find(catalog: loader.Catalog, name: str) -> Optional[loader.Skill]:
-    """The skill a slash name means; ``code_review`` finds ``code-review`` (chat apps allow only _)."""
+    """The skill a slash name means: ``code_review`` finds ``code-review`` (chats allow only _)."""
     return catalog.get(name) or catalog.get(name.replace("_", "-"))
 
 
 def message(skill: loader.Skill, skill_text: str, request: str) -> str:
     """The user message for an invoked skill."""
     files = skill.files()
-    listing = (f"\nIts files (read with skill_view(\"{skill.name}\", file_path)): {', '.join(files)}"
-               if files else "")
+    listing = (f"\nIts files (read with skill_view(\"{skill.name}\", file_path)): "
+               f"{', '.join(files)}" if files else "")
     ask = request or SKILL_NO_TEXT
     head, end = SKILL_HEAD.format(name=skill.name), SKILL_END.format(name=skill.name)
     return f"{head} Its instructions follow.{listing}]\n\n{skill_text.strip()}\n\n{end}\n\n{ask}"

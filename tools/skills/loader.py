@@ -1,4 +1,4 @@
-"""Finding skills: ``HERMES_HOME/skills/[<category>/]<name>/SKILL.md`` plus ``skills.external_dirs``.
+"""Finding skills: ``HERMES_HOME/skills/[<category>/]<name>/SKILL.md`` and ``skills.external_dirs``.
 
 A skill that cannot be used (front matter that is not YAML, a 10 MB SKILL.md, not UTF-8) is
 skipped and kept as a ``Problem`` for ``hermes doctor`` and ``hermes skills list``: one broken
@@ -62,7 +62,8 @@ class Catalog:
     """The usable skills (sorted by category, then name), the ones left out, and the broken ones."""
 
     skills: list[Skill]
-    skipped: list[tuple[Skill, str]] = field(default_factory=list)  # (skill, why: disabled, other OS)
+    # (skill, why: disabled, other OS)
+    skipped: list[tuple[Skill, str]] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
 
     def get(self, name: str) -> Optional[Skill]:
@@ -84,7 +85,7 @@ def _section(config: Any) -> Any:
 
 
 def roots(home: Path, config: Any = None) -> list[tuple[Path, bool]]:
-    """(root, writable): HERMES_HOME/skills first, then each external dir (relative to HERMES_HOME)."""
+    """(root, writable): HERMES_HOME/skills, then each external dir (relative to HERMES_HOME)."""
     out = [(skills_dir(home), True)]
     for raw in getattr(_section(config), "external_dirs", None) or ():
         p = Path(os.path.expandvars(str(raw))).expanduser()
@@ -95,7 +96,7 @@ def roots(home: Path, config: Any = None) -> list[tuple[Path, bool]]:
 
 
 def bundled_names(root: Path) -> dict[str, Any]:
-    """Name -> record of the starter skills installed into ``root`` (see ``agent.skills.bundled``)."""
+    """Name -> record of the starter skills installed in ``root`` (see ``tools.skills.bundled``)."""
     try:
         data = json.loads((root / BUNDLED_MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -107,7 +108,8 @@ def bundled_names(root: Path) -> dict[str, Any]:
 def _walk(root: str) -> Iterator[tuple[str, Optional[str], os.stat_result]]:
     """(folder, category, stat of its SKILL.md) of every skill under ``root``, in sorted order.
     Hidden folders are skipped, and a skill's own subfolders are its files, not more skills."""
-    def visit(folder: str, rel: tuple[str, ...]) -> Iterator[tuple[str, Optional[str], os.stat_result]]:
+    def visit(folder: str,
+              rel: tuple[str, ...]) -> Iterator[tuple[str, Optional[str], os.stat_result]]:
         try:
             with os.scandir(folder) as it:
                 subdirs = sorted(e.name for e in it if not e.name.startswith(".") and e.is_dir())
@@ -165,7 +167,8 @@ def _load_disk_cache(path: Path) -> None:
 def _save_disk_cache(path: Path, paths: list[str]) -> None:
     with _cache_lock:
         rows = {p: [*_cache[p][0], None if isinstance(_cache[p][1], str) else _cache[p][1].raw,
-                    _cache[p][1] if isinstance(_cache[p][1], str) else None] for p in paths if p in _cache}
+                    _cache[p][1] if isinstance(_cache[p][1], str) else None]
+                for p in paths if p in _cache}
     try:
         from hermes_core.files import atomic_write
 
@@ -185,7 +188,8 @@ def _meta(skill_md: str, st: os.stat_result) -> tuple[Union[fmt.SkillMeta, str],
     try:
         if st.st_size > fmt.MAX_SKILL_BYTES:
             raise fmt.SkillFormatError(f"SKILL.md is {fmt.human_size(st.st_size)}; the limit is "
-                                       f"{fmt.human_size(fmt.MAX_SKILL_BYTES)} (move detail into references/)")
+                                       f"{fmt.human_size(fmt.MAX_SKILL_BYTES)} "
+                                       "(move detail into references/)")
         result = fmt.parse(read_text(Path(skill_md)))[0]
     except fmt.SkillFormatError as exc:
         result = str(exc)
@@ -197,7 +201,7 @@ def _meta(skill_md: str, st: os.stat_result) -> tuple[Union[fmt.SkillMeta, str],
 
 
 def read_meta(skill_md: Path) -> fmt.SkillMeta:
-    """The front matter of one SKILL.md; raises SkillFormatError (size, encoding, YAML) or OSError."""
+    """One SKILL.md's front matter; raises SkillFormatError (size, encoding, YAML) or OSError."""
     result, _ = _meta(str(skill_md), os.stat(skill_md))
     if isinstance(result, str):
         raise fmt.SkillFormatError(result)
@@ -228,8 +232,8 @@ def load(home: Path, config: Any = None, *, platform: Optional[str] = None) -> C
     used: list[tuple] = []
     fresh = False
     for root, writable in roots(home, config):
-        bundled = {n for n, r in bundled_names(root).items() if isinstance(r, dict) and r.get("hash")} \
-            if writable else set()
+        bundled = ({n for n, r in bundled_names(root).items()
+                    if isinstance(r, dict) and r.get("hash")} if writable else set())
         for folder, category, st in _walk(str(root)):
             skill_md = os.path.join(folder, "SKILL.md")
             meta, parsed = _meta(skill_md, st)
@@ -244,7 +248,8 @@ def load(home: Path, config: Any = None, *, platform: Optional[str] = None) -> C
                 cat.problems.append(Problem(Path(skill_md), f"{problem}; the skill is skipped"))
                 continue
             if name in seen:
-                cat.problems.append(Problem(Path(skill_md), f"another skill named {name!r} is already "
+                cat.problems.append(Problem(Path(skill_md),
+                                            f"another skill named {name!r} is already "
                                             f"loaded from {seen[name]}; this copy is skipped"))
                 continue
             seen[name] = folder
@@ -252,8 +257,8 @@ def load(home: Path, config: Any = None, *, platform: Optional[str] = None) -> C
             used.append(key)
             skill = _skills.get(key)
             if skill is None:
-                skill = _skills[key] = Skill(name, meta.description, category, Path(folder), root, writable,
-                                             bundled=name in bundled, meta=meta)
+                skill = _skills[key] = Skill(name, meta.description, category, Path(folder), root,
+                                             writable, bundled=name in bundled, meta=meta)
             if name in disabled:
                 cat.skipped.append((skill, "disabled in skills.disabled"))
             elif not fmt.runs_here(meta, platform or sys.platform):

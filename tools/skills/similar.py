@@ -14,8 +14,8 @@ def _squash(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
-_FILLER = frozenset("a an the to of and or for with in on at by from into this that it its is are be "
-                    "use when how your you".split())
+_FILLER = frozenset("a an the to of and or for with in on at by from into this that it its is "
+                    "are be use when how your you".split())
 
 
 def _words(text: str) -> list[str]:
@@ -41,7 +41,8 @@ def near_duplicate(name: str, description: str,
     """The first (name, why) of an existing skill that ``name``/``description`` nearly repeats."""
     squashed, words = _squash(name), _words(description)
     for other, other_desc in existing:
-        if _squash(other) == squashed or difflib.SequenceMatcher(None, name, other).ratio() >= NAME_CUTOFF:
+        if (_squash(other) == squashed
+                or difflib.SequenceMatcher(None, name, other).ratio() >= NAME_CUTOFF):
             return other, "its name is nearly the same"
         other_words = _words(other_desc)
         if words and other_words:

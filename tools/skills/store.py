@@ -36,8 +36,10 @@ def locked(root: Path, timeout: float = LOCK_TIMEOUT) -> ContextManager[None]:
 
 
 def support_path(skill_dir: Path, file_path: str, *, writing: bool) -> Path:
-    """``file_path`` inside the skill folder, or SkillStoreError. Writes go to references/,
-    templates/, scripts/ or assets/ only; nothing may leave the folder (``..``, absolute, symlinks)."""
+    """``file_path`` inside the skill folder, or SkillStoreError.
+
+    Writes go to references/, templates/, scripts/ or assets/ only; nothing may leave the folder
+    (``..``, absolute, symlinks)."""
     raw = (file_path or "").strip().replace("\\", "/")
     rel = PurePosixPath(raw)
     if not raw or rel.is_absolute() or ".." in rel.parts or raw.startswith("~"):
@@ -60,7 +62,8 @@ def _text(content: Any, what: str) -> str:
         raise SkillStoreError(f"{what} must be text")
     data = content.encode("utf-8", "surrogatepass")
     if not fmt.is_text(data):
-        raise SkillStoreError(f"{what} looks binary (NUL or control bytes); skills hold text files only")
+        raise SkillStoreError(f"{what} looks binary (NUL or control bytes); "
+                              "skills hold text files only")
     if len(data) > fmt.MAX_FILE_BYTES:
         raise SkillStoreError(f"{what} is {fmt.human_size(len(data))}; the limit is "
                               f"{fmt.human_size(fmt.MAX_FILE_BYTES)}")
@@ -96,10 +99,12 @@ class SkillStore:
     def _editable(self, name: str) -> Skill:
         skill = self.find(name)
         if not skill.writable:
-            raise SkillStoreError(f"{name!r} comes from {skill.root}, a read-only skills.external_dirs "
-                                  "root; copy it with `hermes skills install` to change it")
+            raise SkillStoreError(f"{name!r} comes from {skill.root}, "
+                                  "a read-only skills.external_dirs root; "
+                                  "copy it with `hermes skills install` to change it")
         if skill.bundled and self.actor == "review":
-            raise SkillStoreError(f"{name!r} is a bundled skill; the review does not edit bundled skills")
+            raise SkillStoreError(f"{name!r} is a bundled skill; "
+                                  "the review does not edit bundled skills")
         return skill
 
     # ---- writes ------------------------------------------------------------------------
@@ -114,18 +119,20 @@ class SkillStore:
         with locked(self.root):
             skills = self._all()
             if any(s.name == name for s in skills):
-                raise SkillStoreError(f"a skill named {name!r} already exists; change it with action "
-                                      "patch or edit")
+                raise SkillStoreError(f"a skill named {name!r} already exists; "
+                                      "change it with action patch or edit")
             dup = similar.near_duplicate(name, meta.description,
                                          [(s.name, s.description) for s in skills])
             if dup:
-                raise SkillStoreError(f"skill {dup[0]!r} already covers this ({dup[1]}); patch that "
-                                      f"one instead: skill_manage(action='patch', name='{dup[0]}', ...)")
+                raise SkillStoreError(f"skill {dup[0]!r} already covers this ({dup[1]}); "
+                                      "patch that one instead: "
+                                      f"skill_manage(action='patch', name='{dup[0]}', ...)")
             target = self.root / category / name if category else self.root / name
             if target.exists():
                 raise SkillStoreError(f"{target} already exists (a skill that does not load: "
                                       "`hermes doctor` says why); fix or remove it first")
-            land(self.root, target, lambda tmp: (tmp / "SKILL.md").write_text(content, encoding="utf-8"))
+            land(self.root, target,
+                 lambda tmp: (tmp / "SKILL.md").write_text(content, encoding="utf-8"))
             history.save(self.root, name, None, "create", self.actor)
         return target
 
@@ -137,7 +144,8 @@ class SkillStore:
         with locked(self.root):
             skill = self._editable(name)
             on_skill_md = file_path in (None, "", "SKILL.md")
-            path = skill.skill_md if on_skill_md else support_path(skill.path, file_path, writing=True)
+            path = (skill.skill_md if on_skill_md
+                    else support_path(skill.path, file_path, writing=True))
             try:
                 text = loader.read_text(path)
             except FileNotFoundError:
@@ -146,11 +154,12 @@ class SkillStore:
                 raise SkillStoreError(str(exc)) from None
             count = text.count(old)
             if count == 0:
-                raise SkillStoreError(f"old_string was not found in {path.name}; skill_view shows the "
-                                      "current text (whitespace must match exactly)")
+                raise SkillStoreError(f"old_string was not found in {path.name}; "
+                                      "skill_view shows the current text "
+                                      "(whitespace must match exactly)")
             if count > 1:
-                raise SkillStoreError(f"old_string matches {count} places in {path.name}; include more "
-                                      "surrounding text so it matches exactly one")
+                raise SkillStoreError(f"old_string matches {count} places in {path.name}; "
+                                      "include more surrounding text so it matches exactly one")
             updated = text.replace(old, new, 1)
             if path == skill.skill_md:
                 self._checked(updated, name)
@@ -182,7 +191,8 @@ class SkillStore:
             skill = self._editable(name)
             path = support_path(skill.path, file_path, writing=True)
             if not path.is_file():
-                raise SkillStoreError(f"{name} has no file {file_path!r}; skill_view lists its files")
+                raise SkillStoreError(f"{name} has no file {file_path!r}; "
+                                      "skill_view lists its files")
             history.save(self.root, name, skill.path, "remove_file", self.actor)
             path.unlink()
         return path
@@ -199,11 +209,13 @@ class SkillStore:
         with locked(self.root):
             version = history.find(self.root, name, number)
             if version is None:
-                raise SkillStoreError(f"no saved version {number} of {name!r}; `hermes skills history "
-                                      f"{name}` lists them" if number else f"{name!r} has no saved versions")
+                raise SkillStoreError(f"no saved version {number} of {name!r}; "
+                                      f"`hermes skills history {name}` lists them"
+                                      if number else f"{name!r} has no saved versions")
             current = next((s for s in self._all() if s.name == name and s.writable), None)
             if current is None and version.absent:
-                raise SkillStoreError(f"{name!r} does not exist now, as in version {version.number}")
+                raise SkillStoreError(f"{name!r} does not exist now, "
+                                      f"as in version {version.number}")
             history.save(self.root, name, current.path if current else None, "revert", self.actor)
             if current is not None:
                 remove_folder(self.root, current.path)
@@ -238,10 +250,12 @@ class SkillStore:
             target = self.root / category / name if category else (
                 current.path if current else self.root / name)
             if current is not None and not force:
-                raise SkillStoreError(f"a skill named {name!r} is already installed at {current.path}; "
-                                      "add --force to replace it (the old one is kept in its history)")
+                raise SkillStoreError(f"a skill named {name!r} is already installed at "
+                                      f"{current.path}; add --force to replace it "
+                                      "(the old one is kept in its history)")
             if current is None and target.exists():
-                raise SkillStoreError(f"{target} already exists and is not a loadable skill; move it aside")
+                raise SkillStoreError(f"{target} already exists and is not a loadable skill; "
+                                      "move it aside")
             history.save(self.root, name, current.path if current else None, "install", self.actor)
             if current is not None:
                 remove_folder(self.root, current.path)
@@ -272,7 +286,8 @@ def _tmp(root: Path) -> Path:
 
 
 def land(root: Path, target: Path, fill: Callable[[Path], Any]) -> None:
-    """Build a folder with ``fill(tmp)`` in root/.tmp, then rename it to ``target``: all or nothing."""
+    """All or nothing: build a folder with ``fill(tmp)`` in root/.tmp, then rename it to
+    ``target``."""
     tmp = _tmp(root)
     tmp.mkdir(mode=0o700)
     try:

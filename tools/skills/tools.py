@@ -1,4 +1,4 @@
-"""The skill tools (toolset ``skills``, SPEC §10): ``skills_list``, ``skill_view``, ``skill_manage``.
+"""The skill tools (toolset ``skills``, SPEC §10): skills_list, skill_view and skill_manage.
 
 Thin: discovery is ``agent.skills.loader``, every write ``agent.skills.store`` (validation, lock,
 versions). A turn of the background review runs with platform ``skill_review``: its writes go
@@ -76,7 +76,8 @@ def skill_view(args: dict, ctx: ToolContext) -> dict:
     except (SkillStoreError, fmt.SkillFormatError) as exc:
         raise ToolError(str(exc)) from None
     except OSError as exc:
-        raise ToolError(f"cannot read {skill.name}/{file_path or 'SKILL.md'}: {exc.strerror}") from None
+        raise ToolError(f"cannot read {skill.name}/{file_path or 'SKILL.md'}: "
+                        f"{exc.strerror}") from None
 
 
 def skill_manage(args: dict, ctx: ToolContext) -> dict:
@@ -121,28 +122,33 @@ def register(ctx: Any) -> None:
     """The plugin entry point (pyproject.toml, group hermes_agent.plugins)."""
     ctx.register_tool(ToolSpec(
         "skills_list", "List the skills: name, category, description.",
-        {"type": "object", "properties": {"category": {"type": "string", "description": "Only this category."}}},
+        {"type": "object", "properties": {
+            "category": {"type": "string", "description": "Only this category."}}},
         skills_list, "skills"))
 
     ctx.register_tool(ToolSpec(
         "skill_view", "Read a skill: its SKILL.md and list of files, or one of its files.",
         {"type": "object", "properties": {
             "name": {"type": "string"},
-            "file_path": {"type": "string", "description": "A file in the skill, e.g. references/api.md."}},
+            "file_path": {"type": "string",
+                          "description": "A file in the skill, e.g. references/api.md."}},
          "required": ["name"]},
         skill_view, "skills"))
 
     ctx.register_tool(ToolSpec(
         "skill_manage",
-        "Create or change a skill (each change keeps the previous version). create: content is the whole "
-        "SKILL.md (front matter with name and description, then the steps). patch: replace old_string "
-        "(matching once) with new_string in SKILL.md or file_path. edit: content replaces SKILL.md. "
-        "write_file (content: its text)/remove_file: file_path under references/, templates/, scripts/ "
-        "or assets/. "
+        "Create or change a skill (each change keeps the previous version). "
+        "create: content is the whole SKILL.md "
+        "(front matter with name and description, then the steps). "
+        "patch: replace old_string (matching once) with new_string in SKILL.md or file_path. "
+        "edit: content replaces SKILL.md. "
+        "write_file (content: its text)/remove_file: file_path under references/, templates/, "
+        "scripts/ or assets/. "
         "delete: remove the skill.",
         {"type": "object", "properties": {
             "action": {"type": "string", "enum": list(ACTIONS)},
-            "name": {"type": "string", "description": "Lowercase, digits, . _ -; at most 64 chars."},
+            "name": {"type": "string",
+                     "description": "Lowercase, digits, . _ -; at most 64 chars."},
             "content": {"type": "string"},
             "category": {"type": "string", "description": "create: a folder to group it in."},
             "old_string": {"type": "string"},

@@ -11,9 +11,8 @@ import io
 import logging
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from tools.web.fetch import Fetched
 
 MAX_PDF_PAGES = 300
 TEXT_TYPES = ("text/plain", "text/markdown", "text/csv", "application/json", "text/xml",
@@ -34,6 +33,10 @@ class Extracted:
     text: str
     kind: str  # "article", "page text", "pdf", "text"
     note: str = ""  # e.g. the body was cut at max_page_bytes
+
+
+if TYPE_CHECKING:  # aiohttp is imported only when a page is fetched
+    from tools.web.fetch import Fetched
 
 
 def _sniff(page: Fetched) -> str:

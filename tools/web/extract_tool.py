@@ -7,7 +7,6 @@ from typing import Any
 from tools.context import ToolContext, ToolError
 from tools.web.budget import fit
 from tools.web.extract import ExtractError, extract
-from tools.web.fetch import FetchError, FetchOptions, fetch_pages
 from tools.web.search import _web_config as web_config
 
 
@@ -28,6 +27,7 @@ def _urls(args: dict, limit: int) -> list[str]:
 
 def _section(ctx: ToolContext, url: str, page: Any, page_tokens: int) -> tuple[str, bool]:
     """(markdown of one page, ok)."""
+    from tools.web.fetch import FetchError
     if isinstance(page, FetchError):
         return f"## {url}\nerror: {page}", False
     try:
@@ -46,6 +46,8 @@ def _section(ctx: ToolContext, url: str, page: Any, page_tokens: int) -> tuple[s
 def web_extract(args: dict, ctx: ToolContext) -> str:
     web = web_config(ctx)
     urls = _urls(args, web.max_urls)
+    from tools.web.fetch import FetchOptions, fetch_pages  # aiohttp only when used
+
     pages = fetch_pages(urls, FetchOptions.from_config(web))
     sections = [_section(ctx, url, page, web.page_tokens) for url, page in zip(urls, pages)]
     if not any(ok for _, ok in sections):

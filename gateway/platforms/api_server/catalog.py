@@ -42,7 +42,9 @@ def register(server: Any) -> None:
             from tools.registry import check_toolset_requirements, toolset_tools
 
             cfg = config()
-            gw = cfg.gateway if cfg is not None and isinstance(cfg.gateway, dict) else {}
+            from hermes_core.gateway_config import GatewayConfig
+
+            gw = cfg.gateway if cfg is not None else GatewayConfig()
             enabled, disabled = gateway_toolsets(gw)
             missing = check_toolset_requirements()
             return {"object": "list", "data": [

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from gateway.platforms.direct import Question, direct_sender
-from gateway.platforms.settings import pick
+from gateway.platforms.settings import as_mapping, pick
 
 QUESTIONS = (
     Question("DISCORD_BOT_TOKEN", "Bot token (Developer Portal -> Bot -> Reset Token)",
@@ -18,7 +18,8 @@ QUESTIONS = (
 )
 
 
-def build(section: Mapping[str, Any], env: Mapping[str, str]) -> Optional[Any]:
+def build(section: Any, env: Mapping[str, str]) -> Optional[Any]:
+    section = as_mapping(section)  # the gateway passes its typed section
     token = pick(section, env, "DISCORD_BOT_TOKEN", "bot_token", "token")
     if not token:
         return None

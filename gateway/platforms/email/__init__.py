@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from gateway.platforms.direct import Question, direct_sender
-from gateway.platforms.settings import pick
+from gateway.platforms.settings import as_mapping, pick
 
 QUESTIONS = (
     Question("EMAIL_ADDRESS", "The bot's email address"),
@@ -21,7 +21,8 @@ QUESTIONS = (
 )
 
 
-def build(section: Mapping[str, Any], env: Mapping[str, str]) -> Optional[Any]:
+def build(section: Any, env: Mapping[str, str]) -> Optional[Any]:
+    section = as_mapping(section)  # the gateway passes its typed section
     address = pick(section, env, "EMAIL_ADDRESS", "address")
     password = pick(section, env, "EMAIL_PASSWORD", "password")
     imap_host = pick(section, env, "EMAIL_IMAP_HOST", "imap_host")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from gateway.platforms.direct import Question, direct_sender
-from gateway.platforms.settings import pick
+from gateway.platforms.settings import as_mapping, pick
 
 QUESTIONS = (
     Question("MATRIX_HOMESERVER", "Homeserver URL (e.g. https://matrix.example.org)"),
@@ -21,8 +21,9 @@ QUESTIONS = (
 )
 
 
-def build(section: Mapping[str, Any], env: Mapping[str, str]) -> Optional[Any]:
+def build(section: Any, env: Mapping[str, str]) -> Optional[Any]:
     """The adapter for these settings; None when no homeserver/user/credential is set."""
+    section = as_mapping(section)  # the gateway passes its typed section
     home = pick(section, env, "MATRIX_HOMESERVER", "homeserver", "homeserver_url")
     user = pick(section, env, "MATRIX_USER_ID", "user_id", "user")
     token = pick(section, env, "MATRIX_ACCESS_TOKEN", "access_token", "token", default="")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from gateway.platforms.direct import Question, direct_sender
-from gateway.platforms.settings import pick
+from gateway.platforms.settings import as_mapping, pick
 
 QUESTIONS = (
     Question("SLACK_BOT_TOKEN", "Bot token (xoxb-…, OAuth & Permissions)", secret=True),
@@ -20,9 +20,10 @@ QUESTIONS = (
 DEFAULT_BASE_URL = "https://slack.com/api/"
 
 
-def build(section: Mapping[str, Any], env: Mapping[str, str]) -> Optional[Any]:
+def build(section: Any, env: Mapping[str, str]) -> Optional[Any]:
     """The adapter for these settings; None without a bot token. Without an app token it can
     only send (cron, send_message)."""
+    section = as_mapping(section)  # the gateway passes its typed section
     bot = pick(section, env, "SLACK_BOT_TOKEN", "bot_token", "token")
     if not bot:
         return None

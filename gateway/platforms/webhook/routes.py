@@ -98,8 +98,9 @@ def register(server: Any) -> None:
     from hermes_core.config import load_config
 
     cfg = load_config()
-    gw = cfg.gateway if isinstance(cfg.gateway, dict) else {}
-    hooks, errors = read_hooks(gw, os.environ)
+    from gateway.platforms.settings import as_mapping
+
+    hooks, errors = read_hooks(as_mapping(cfg.gateway), os.environ)  # webhooks: an extra key
     for line in errors:
         log.error("webhook not served: %s", line)
     receiver = Receiver(server.runner, hooks, cfg)

@@ -9,11 +9,12 @@ the model chose, so the SSRF guard does not apply to them (a SearXNG is often on
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional
-
-import httpx
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 from tools.web.search import BackendUnavailable, SearchError, SearchResult
+
+if TYPE_CHECKING:
+    import httpx
 
 TIMEOUT = 20.0
 
@@ -83,6 +84,8 @@ class HTTPBackend:
     parse: Callable[[Any], list[SearchResult]]
 
     def search(self, query: str, limit: int) -> list[SearchResult]:
+        import httpx  # here, not at import: the toolset registers on every start
+
         try:
             resp = httpx.request(url=self.url, timeout=TIMEOUT, follow_redirects=True,
                                  **self.build(query, limit, self.key))

@@ -1,11 +1,11 @@
 """``hermes gateway status``: what ``gateway.json`` says, as lines for a person (or ``--json``).
 
 Each platform is named with its state, so a platform that cannot connect (and is being retried,
-``gateway.platform_start``) shows up here with its error instead of only in the log.
+``gateway.platform_start``) shows up here with its error instead of only in the log. The text is
+made by pure functions of the status (``status_text``); ``gateway.status`` reads the file.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -53,6 +53,35 @@ def cron_status(cron: Optional[dict[str, Any]]) -> str:
     return "cron: " + ", ".join(parts)
 
 
+def turns_line(turns: Optional[dict[str, Any]]) -> str:
+    """``turns: 12 in flight, 3 queued (limit 5,900); 1,204 refused``."""
+    if not turns:
+        return "turns: (no figures yet)"
+    line = (f"turns: {turns.get('in_flight', 0)} in flight, {turns.get('queued', 0)} queued "
+            f"(limit {turns.get('limit', 0):,}; peak {turns.get('peak_in_flight', 0)})")
+    if turns.get("refused"):
+        line += f"; {turns['refused']:,} refused"
+    return line
+
+
+def worker_lines(workers: list[dict[str, Any]]) -> list[str]:
+    """One line per worker of a supervisor (as ``gateway.json`` lists them, with each worker's
+    own figures merged in)."""
+    lines = []
+    for w in workers:
+        line = f"worker {w.get('index')}: {w.get('state')} (pid {w.get('pid')})"
+        turns = w.get("turns") or {}
+        if w.get("state") == "running":
+            line += (f", turns: {w.get('turns_completed', 0)} done, "
+                     f"{turns.get('in_flight', 0)} in flight, {turns.get('queued', 0)} queued")
+        if w.get("telegram"):
+            line += f", telegram: {w['telegram']}"
+        if w.get("restarts"):
+            line += f", restarts: {w['restarts']} (last: {w.get('last_exit')})"
+        lines.append(line)
+    return lines
+
+
 def _running_lines(data: dict[str, Any]) -> str:
     up = int(time.time() - float(data.get("started_at") or time.time()))
     names = data.get("platforms") or []
@@ -60,30 +89,32 @@ def _running_lines(data: dict[str, Any]) -> str:
             f"sessions: {data.get('sessions', 0)}, turns: {data.get('turns_completed', 0)}")
     if data.get("api_server"):
         line += f", API {data['api_server']}"
-    from gateway.health import status_line
-
     if isinstance(data.get("workers"), list):
-        from gateway.supervisor import worker_lines
-
         return line + "".join("\n" + x for x in worker_lines(data["workers"]))
-    return line + "\n" + status_line(data.get("turns")) + "\n" + cron_status(data.get("cron"))
+    return line + "\n" + turns_line(data.get("turns")) + "\n" + cron_status(data.get("cron"))
 
 
-def cmd_status(args: argparse.Namespace) -> int:
-    from gateway.cli import read_status
+def status_text(data: dict[str, Any]) -> str:
+    """The lines of ``hermes gateway status`` for a status that exists (pure)."""
+    line = f"gateway: {data.get('state')} (pid {data.get('pid')})"
+    if data.get("state") in ("running", "draining"):
+        line += _running_lines(data)
+    elif data.get("error"):
+        line += f", last error: {data['error']}"
+    return line
+
+
+def print_status(as_json: bool) -> int:
+    """0 when a gateway runs (or drains) here, else 1 with a hint on stderr."""
+    from gateway.status import read_status
 
     data = read_status()
-    if args.json:
+    if as_json:
         print(json.dumps(data or {"state": "never started"}))
     elif data is None:
         print("gateway: not running (never started here)")
     else:
-        line = f"gateway: {data.get('state')} (pid {data.get('pid')})"
-        if data.get("state") in ("running", "draining"):
-            line += _running_lines(data)
-        elif data.get("error"):
-            line += f", last error: {data['error']}"
-        print(line)
+        print(status_text(data))
         print(f"log: {hermes_home() / 'logs' / 'gateway.log'}")
     if data and data.get("state") in ("running", "draining"):
         return 0
