@@ -136,8 +136,9 @@ class EmailAdapter(PlatformAdapter):
         idle = await client.idle_start(timeout=self.idle_timeout)
         push = asyncio.ensure_future(client.wait_server_push(self.idle_timeout + 5))
         gone = asyncio.ensure_future(lost.wait())
-        try:
-            await asyncio.wait({push, gone}, return_when=asyncio.FIRST_COMPLETED)
+        try:  # a push can be missed (mail landing as IDLE starts): look again each poll_interval
+            await asyncio.wait({push, gone}, timeout=self.poll_interval,
+                               return_when=asyncio.FIRST_COMPLETED)
         finally:  # a stop cancels us here: nothing of this IDLE may stay pending
             for task in (push, gone):
                 task.cancel()
