@@ -30,6 +30,8 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
+from agent.delegation_notify import Notifier, short
+
 log = logging.getLogger("hermes.delegation")
 
 PLATFORM = "subagent"
@@ -243,44 +245,6 @@ class _Run:
             done.put(self.index)
 
 
-def _short(text: str, limit: int = 70) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-class _Notifier:
-    """The parent's status callback, one line at a time, secrets masked (children call it too)."""
-
-    def __init__(self, parent: Any) -> None:
-        from hermes_core.redact import secret_values
-
-        self._callback = parent.hooks.status
-        self._secrets = secret_values([parent.api_key, parent.config.delegation.api_key])
-        self._lock = threading.Lock()
-
-    def __call__(self, kind: str, message: str) -> None:
-        from hermes_core.redact import redact
-
-        message = redact(message, self._secrets)
-        with self._lock:
-            if self._callback is None:
-                log.info("%s", message)
-                return
-            try:
-                self._callback(kind, message)
-            except Exception:
-                log.exception("status callback failed")
-
-    def child(self, label: str) -> Callable[[str, str], None]:
-        """A child's status callback: its warnings and retries reach the user, labelled."""
-        def forward(kind: str, message: str) -> None:
-            if kind in ("warning", "retry"):
-                self(kind, f"{label}: {message}")
-            else:
-                log.info("%s: %s", label, message)
-        return forward
-
-
 def run_children(parent: Any, tasks: list[Task], ctx: Any) -> list[ChildResult]:
     """Run ``tasks`` as parallel children of ``parent``; results in task order.
 
@@ -301,7 +265,7 @@ def run_children(parent: Any, tasks: list[Task], ctx: Any) -> list[ChildResult]:
     if ctx.interrupt_event is not None and ctx.interrupt_event.is_set():
         return [ChildResult(i, t.goal, INTERRUPTED, error="not started: the parent was interrupted")
                 for i, t in enumerate(tasks, 1)]
-    notify = _Notifier(parent)
+    notify = Notifier(parent)
     n = len(tasks)
     done: "queue.Queue[int]" = queue.Queue()
     runs = [_Run(i, t) for i, t in enumerate(tasks, 1)]
@@ -318,7 +282,7 @@ def run_children(parent: Any, tasks: list[Task], ctx: Any) -> list[ChildResult]:
             run.error, run.ended = exc, time.monotonic()
             done.put(run.index)
             continue
-        notify("info", f"{label} started: {_short(run.task.goal)}")
+        notify("info", f"{label} started: {short(run.task.goal)}")
         threading.Thread(target=run.go, args=(done,), name=f"hermes-{label.replace(' ', '-')}",
                          daemon=True).start()
     _wait(runs, done, ctx.interrupt_event, started + cfg.child_timeout, notify)
@@ -366,7 +330,7 @@ def _announce(run: _Run, n: int, notify: Callable[[str, str], None]) -> None:
     line = (f"subagent {run.index}/{n} {r.status} in {r.duration:.1f}s "
             f"({r.api_calls} call{'s' if r.api_calls != 1 else ''}, {tokens:,} tokens)")
     if r.status != COMPLETED and r.error:
-        line += f": {_short(r.error, 100)}"
+        line += f": {short(r.error, 100)}"
     notify("info", line)
 
 

@@ -309,51 +309,65 @@ def run_repl(args: Any, cfg: Any) -> int:
     holder["chat"] = chat
     chat.queue_images(getattr(args, "images", None) or [])  # --image: on the first message
     for line in banner(chat.agent, local_notice(provider_settings(args, cfg))):
-        r.info(line, "dim" if line.startswith("Type") else "yellow" if line.startswith("No model") else "bold")
+        style = ("dim" if line.startswith("Type") else
+                 "yellow" if line.startswith("No model") else "bold")
+        r.info(line, style)
     if session_id:
         chat.show_resumed(session_id)
-    starting = [name for name, conn in (mcp.connections.items() if mcp else ()) if conn.cfg.enabled]
+    starting = [name for name, conn in (mcp.connections.items() if mcp else ())
+                if conn.cfg.enabled]
     if starting:
         r.info(f"MCP: connecting {', '.join(starting)} in the background (/mcp shows them).", "dim")
 
     ps = holder["prompt"] = prompt_session(str(home / ".hermes_history"), chat.skill_entries)
-    armed = False  # a Ctrl+C at an empty prompt arms quitting; the next one quits
     try:
-        while True:
-            try:  # inside the try: a Ctrl+C while the news prints counts as one at the prompt
-                _print_news(r, mcp_news)
-                text = ps.prompt("❯ ")
-            except KeyboardInterrupt:
-                if armed:
-                    break
-                armed = True
-                try:  # the terminal is cooked until the prompt is back: a 2nd Ctrl+C lands here
-                    r.info("(Ctrl+C again to quit, or Ctrl+D)", "dim")
-                except KeyboardInterrupt:
-                    break
-                continue
-            except EOFError:
-                break
-            armed = False
-            try:
-                if not chat.handle_line(text):
-                    break
-            except KeyboardInterrupt:
-                r.warn("Quitting.")
-                break
+        _prompt_loop(r, ps, chat, mcp_news)
     finally:
         _finish_reviews(r)
-        sid = getattr(chat.agent, "session_id", None)
-        if sid and getattr(chat.agent, "messages", None):
-            r.info(f"Session {sid} saved; continue it with `hermes -c` or `hermes -r {sid}`.", "dim")
-        close = getattr(chat.agent, "close", None)
-        if callable(close):
-            try:
-                close()
-            except Exception:  # noqa: BLE001
-                pass
+        _goodbye(r, chat.agent)
         shutdown_servers()
     return 0
+
+
+def _prompt_loop(r: Renderer, ps: Any, chat: Any,
+                 news: "queue.SimpleQueue[tuple[str, str]]") -> None:
+    """Read and handle lines until /quit, Ctrl+D, or two Ctrl+C in a row at an empty prompt."""
+    armed = False  # a Ctrl+C at an empty prompt arms quitting; the next one quits
+    while True:
+        try:  # inside the try: a Ctrl+C while the news prints counts as one at the prompt
+            _print_news(r, news)
+            text = ps.prompt("❯ ")
+        except KeyboardInterrupt:
+            if armed:
+                return
+            armed = True
+            try:  # the terminal is cooked until the prompt is back: a 2nd Ctrl+C lands here
+                r.info("(Ctrl+C again to quit, or Ctrl+D)", "dim")
+            except KeyboardInterrupt:
+                return
+            continue
+        except EOFError:
+            return
+        armed = False
+        try:
+            if not chat.handle_line(text):
+                return
+        except KeyboardInterrupt:
+            r.warn("Quitting.")
+            return
+
+
+def _goodbye(r: Renderer, agent: Any) -> None:
+    """Say how to continue the session, then close the agent (its child processes, browser)."""
+    sid = getattr(agent, "session_id", None)
+    if sid and getattr(agent, "messages", None):
+        r.info(f"Session {sid} saved; continue it with `hermes -c` or `hermes -r {sid}`.", "dim")
+    close = getattr(agent, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception:  # noqa: BLE001 - leaving must not fail on a close
+            pass
 
 
 def _print_news(r: Renderer, news: "queue.SimpleQueue[tuple[str, str]]") -> None:

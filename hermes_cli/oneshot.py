@@ -105,7 +105,8 @@ def _early_notes(args: Any, notice: Optional[str], quiet: bool) -> Optional[Quie
 
 def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
     """Run one turn. quiet=True is -z: nothing but the answer on stdout."""
-    from hermes_cli.agent_factory import build_agent, local_notice, provider_settings, resolve_session_arg, open_db
+    from hermes_cli.agent_factory import (build_agent, local_notice, open_db, provider_settings,
+                                          resolve_session_arg)
 
     notes = _early_notes(args, local_notice(provider_settings(args, cfg)), quiet)
     images = _images(args, cfg)  # a missing or unreadable image fails before anything starts
@@ -116,28 +117,8 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
     db = open_db(cfg)
     session_id = resolve_session_arg(args, db)
 
-    renderer = None
-    if not quiet and sys.stderr.isatty():
-        from hermes_cli.render import Renderer
-
-        renderer = Renderer(out=sys.stdout, err=sys.stderr, markdown=False)
-    if sys.stdin.isatty() and renderer is not None:
-        from hermes_cli.approval_prompt import ask_approval_tty
-
-        approval = lambda c, why: ask_approval_tty(renderer, c, why)  # noqa: E731
-    else:
-        approval = notes.deny if notes is not None else _deny_without_terminal
-
-    if notes is not None:
-        tool_cb, status_cb = None, notes.status
-    elif renderer is not None:
-        tool_cb, status_cb = renderer.on_tool, renderer.on_status
-    else:
-        tool_cb, status_cb = _plain_tool_line, _plain_status
-
-    from agent.callbacks import AgentHooks
-
-    hooks = AgentHooks(tool_progress=tool_cb, status=status_cb, approval=approval)
+    renderer = _renderer(quiet)
+    hooks = _hooks(renderer, notes)
     agent = build_agent(args, cfg, session_db=db, session_id=session_id, hooks=hooks,
                         interactive=False)
     if session_id and not quiet:
@@ -171,6 +152,45 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
             renderer.spinner_stop()
         shutdown_servers()
     status, err = outcome(res)
+    _print_answer(agent, res, status, notes, streamed)
+    sys.stdout.flush()
+    if status == 0:
+        _finish_review(agent, res, quiet)
+    if err:
+        raise TurnFailed(err, status) if status != 130 else KeyboardInterrupt()
+    return status
+
+
+def _renderer(quiet: bool) -> Any:
+    """The rich renderer on a terminal (not for -z, which prints only the answer), else None."""
+    if quiet or not sys.stderr.isatty():
+        return None
+    from hermes_cli.render import Renderer
+
+    return Renderer(out=sys.stdout, err=sys.stderr, markdown=False)
+
+
+def _hooks(renderer: Any, notes: Any) -> Any:
+    """Tool lines, status and approvals for this run: asked on a terminal, refused without one."""
+    from agent.callbacks import AgentHooks
+
+    if sys.stdin.isatty() and renderer is not None:
+        from hermes_cli.approval_prompt import ask_approval_tty
+
+        approval = lambda c, why: ask_approval_tty(renderer, c, why)  # noqa: E731
+    else:
+        approval = notes.deny if notes is not None else _deny_without_terminal
+    if notes is not None:
+        tool_cb, status_cb = None, notes.status
+    elif renderer is not None:
+        tool_cb, status_cb = renderer.on_tool, renderer.on_status
+    else:
+        tool_cb, status_cb = _plain_tool_line, _plain_status
+    return AgentHooks(tool_progress=tool_cb, status=status_cb, approval=approval)
+
+
+def _print_answer(agent: Any, res: Any, status: int, notes: Any, streamed: dict) -> None:
+    """The answer on stdout unless it was streamed already; -z also flushes its held notes."""
     final = (res or {}).get("final_response")
     if notes is not None:
         if status == 0:
@@ -185,12 +205,6 @@ def run(args: Any, cfg: Any, message: str, quiet: bool) -> int:
         sid = getattr(agent, "session_id", None)
         if sid and status == 0:
             sys.stderr.write(f"session {sid} (continue with `hermes chat -r {sid} -q ...`)\n")
-    sys.stdout.flush()
-    if status == 0:
-        _finish_review(agent, res, quiet)
-    if err:
-        raise TurnFailed(err, status) if status != 130 else KeyboardInterrupt()
-    return status
 
 
 def _images(args: Any, cfg: Any) -> list:
