@@ -1,6 +1,7 @@
 """Where a run's answer goes (SPEC §12): ``local`` (the output file only), ``origin`` (the chat the
-job was created from), ``telegram`` (its home channel, ``TELEGRAM_HOME_CHANNEL``) or
-``telegram:<chat_id>[:<thread_id>]``; several comma-separated.
+job was created from), ``<platform>`` (its home channel, ``<PLATFORM>_HOME_CHANNEL``, e.g.
+``TELEGRAM_HOME_CHANNEL``) or ``<platform>:<chat>[:<thread>]`` (``cron.targets``: telegram,
+discord, slack, matrix, email); several comma-separated.
 
 Parsing is pure. Sending takes a ``Sender``: inside the gateway it is the running adapters
 (``gateway.delivery.adapter_sender``), anywhere else each platform plugin's own direct sender
@@ -14,14 +15,23 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from cron.targets import BUILTIN, TargetSyntax, split_chat
+
 log = logging.getLogger("hermes.cron")
 
-PLATFORMS = ("telegram",)
-TARGET_HELP = "local, origin, telegram (its home channel) or telegram:<chat_id>, comma-separated"
-_CHAT_ID = re.compile(r"^(-?\d+|@[A-Za-z0-9_]{4,})$")
+TARGET_HELP = ("local, origin, <platform> (its home channel) or <platform>:<chat> (telegram, "
+               "discord, slack, matrix, email), comma-separated")
 SILENT = "[SILENT]"
 
-Sender = Callable[[str, str, Optional[str], str], None]  # (platform, chat_id, thread_id, text)
+# (platform, chat_id, thread_id, text[, files=paths]): senders take ``files`` as a keyword too
+Sender = Callable[..., None]
+
+
+def known_platforms() -> tuple[str, ...]:
+    """The built-in platforms and any a loaded plugin registered."""
+    from hermes_core.plugin_api import REGISTRY
+
+    return tuple(dict.fromkeys([*BUILTIN, *(r.name for r in REGISTRY.of("platform"))]))
 
 
 class DeliveryError(ValueError):
@@ -55,25 +65,30 @@ def parse_targets(text: Optional[str], origin: Optional[dict[str, Any]]) -> list
         if low == "local":
             target = Target("local")
         elif low == "origin":
-            if not origin or origin.get("platform") not in PLATFORMS or not origin.get("chat_id"):
+            if not origin or origin.get("platform") not in known_platforms() \
+                    or not origin.get("chat_id"):
                 raise DeliveryError("deliver 'origin' needs a chat to send to, and this job was "
-                                    "not created from one; use local or telegram:<chat_id>")
+                                    "not created from one; use local or <platform>:<chat>")
             target = Target("origin")
         else:
-            platform, _, rest = part.partition(":")
-            if platform.lower() not in PLATFORMS:
-                raise DeliveryError(f"unknown delivery target {part!r}; use {TARGET_HELP}")
-            if not rest:
-                target = Target("home", platform.lower())
-            else:
-                chat, _, thread = rest.partition(":")
-                if not _CHAT_ID.match(chat) or (thread and not thread.isdigit()):
-                    raise DeliveryError(f"{part!r}: a Telegram chat id is a number (or @channel), "
-                                        "optionally followed by :<topic id>")
-                target = Target("chat", platform.lower(), chat, thread or None)
+            target = _chat_target(part)
         if target not in out:
             out.append(target)
     return out
+
+
+def _chat_target(part: str) -> Target:
+    platform, _, rest = part.partition(":")
+    platform = platform.lower()
+    if platform not in known_platforms():
+        raise DeliveryError(f"unknown delivery target {part!r}; use {TARGET_HELP}")
+    if not rest:
+        return Target("home", platform)
+    try:
+        chat, thread = split_chat(platform, rest)
+    except TargetSyntax as exc:
+        raise DeliveryError(str(exc)) from None
+    return Target("chat", platform, chat, thread)
 
 
 def targets_text(targets: list[Target]) -> str:
@@ -156,9 +171,10 @@ def deliver(targets: list[Target], origin: Optional[dict[str, Any]], text: str, 
 
 def registered_sender(cfg: Any = None) -> Sender:
     """Send through each platform's own plugin (``ctx.register_platform(name, ..., send=fn)``,
-    ``fn(cfg, chat_id, thread_id, text)``): how ``hermes cron tick``, the REPL and the CLI reach a
-    chat without a running gateway."""
-    def send(platform: str, chat_id: str, thread_id: Optional[str], text: str) -> None:
+    ``fn(cfg, chat_id, thread_id, text, files=())``): how ``hermes cron tick``, the REPL and the
+    CLI reach a chat without a running gateway."""
+    def send(platform: str, chat_id: str, thread_id: Optional[str], text: str,
+             files: Any = ()) -> None:
         from hermes_core.config import load_plugins
         from hermes_core.plugin_api import REGISTRY
 
@@ -169,5 +185,8 @@ def registered_sender(cfg: Any = None) -> Sender:
         if direct is None:
             raise DeliveryError(f"no way to send to {platform}: no loaded platform plugin sends "
                                 "there (`hermes plugins list`)")
-        direct(cfg, chat_id, thread_id, text)
+        if files:
+            direct(cfg, chat_id, thread_id, text, files=list(files))
+        else:
+            direct(cfg, chat_id, thread_id, text)
     return send

@@ -70,7 +70,7 @@ def run_policy(run: dict[str, Any], cfg: Any) -> Optional[Any]:
     from cron.policy import RunPolicy
 
     policy = RunPolicy.from_json(run.get("policy"))
-    if policy is None and (run.get("origin") or {}).get("platform") in delivery.PLATFORMS:
+    if policy is None and (run.get("origin") or {}).get("platform") in delivery.known_platforms():
         from agent.tool_policy import run_policy as gateway_policy
 
         policy = gateway_policy(cfg)

@@ -30,7 +30,7 @@ import logging
 import time
 from typing import Any, AsyncIterator, Awaitable, Callable, Optional
 
-from gateway import skills
+from gateway import delivery, replies, skills
 from gateway.access import AccessControl
 from gateway.capacity import BUSY_CHAT_REPLY, MAX_LIMIT, TurnGauge, TurnLimitReached
 from gateway.commands import HELP_TEXT, command, format_usage  # noqa: F401 - re-exported
@@ -95,6 +95,7 @@ def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFa
             session_id=session_id, session_db=store if store is not None else session_db,
             enabled_toolsets=enabled, disabled_toolsets=disabled, cwd=workdir, confine_to=workdir))
 
+    make.workdir = workdir  # type: ignore[attr-defined]  # where chat uploads are saved
     make.default_model = settings.model  # type: ignore[attr-defined]
     make.config = cfg  # type: ignore[attr-defined]
     return make
@@ -135,6 +136,10 @@ class GatewayRunner:
         self.accepting = True
         for adapter in self.adapters.values():
             adapter.set_message_handler(self.handle_event)
+            if hasattr(adapter, "set_access_check"):
+                adapter.set_access_check(
+                    lambda user, name=adapter.name: self.access.is_allowed(name, user))
+        delivery.install_live(self.adapters, asyncio.get_running_loop())  # send_message, cron
         await self.platforms.start()
 
     async def shutdown(self, drain_timeout: float = 30.0, grace: float = 5.0) -> bool:
@@ -173,6 +178,7 @@ class GatewayRunner:
                 self.drop_agent(st)
         self.pool.shutdown(wait=False, cancel_futures=True)
         self.leases.close()
+        delivery.uninstall_live(self.adapters)
         return not pending
 
     async def _persist_abandoned(self) -> None:
@@ -187,7 +193,8 @@ class GatewayRunner:
         adapter = self.adapters.get(event.platform)
         key = key_for_event(event)
         if not self.accepting:
-            if self.access.is_allowed(event.platform, event.user_id) and event.text.strip():
+            if self.access.is_allowed(event.platform, event.user_id) and (event.text.strip()
+                                                                          or event.attachments):
                 req = TurnRequest(event.text, key, event.user_id, persist_only=True)
                 self.spawn(self._chat_turn(req, None, event.chat_id, _noop_reply), req)
             return
@@ -198,12 +205,13 @@ class GatewayRunner:
             if adapter and text:  # None: this user was answered recently (no reply per message)
                 await adapter.send(event.chat_id, text, thread_id=event.thread_id)
             return
-        if not event.text.strip():
+        if not event.text.strip() and not event.attachments:
             return
 
         async def reply(text: str) -> None:
-            if adapter and text:
-                await self._send_long(adapter, event.chat_id, text, event.thread_id)
+            if adapter and text:  # MEDIA: lines become attachments (gateway.replies)
+                await replies.send_answer(adapter, event.chat_id, text, event.thread_id,
+                                          replies.workdir_of(self))
 
         origin = {"platform": event.platform, "chat_id": event.chat_id,  # user_id: owner_of
                   "thread_id": event.thread_id, "user_id": event.user_id}
@@ -216,7 +224,8 @@ class GatewayRunner:
             log.warning("refused a message for %s: %s", key, exc)
             await reply(BUSY_CHAT_REPLY)
             return
-        req = TurnRequest(event.text, key, event.user_id, notify=reply, origin=origin)
+        req = TurnRequest(event.text, key, event.user_id, notify=reply, origin=origin,
+                          attachments=list(event.attachments))
         if self.busy_policy == "interrupt":
             self.stop_turn(key, event.text)  # the running turn, or one still waiting to start
         self.spawn(self._chat_turn(req, adapter, event.chat_id, reply), req).add_done_callback(self.capacity.release)
@@ -257,7 +266,10 @@ class GatewayRunner:
                 return
             typing = asyncio.ensure_future(self._keep_typing(adapter, chat_id)) if adapter else None
             try:
-                req.text = await skills.expand(self, req.text)  # /<skill> [text]: the skill attached
+                if req.attachments and not await replies.prepare_turn(self, req, reply):
+                    return  # images, voice, files -> the turn's content (gateway.media)
+                if isinstance(req.text, str):
+                    req.text = await skills.expand(self, req.text)  # /<skill> [text]: the skill
                 outcome = await self._run_locked(st, req)
             finally:
                 if typing:
@@ -276,13 +288,6 @@ class GatewayRunner:
             pass
         except Exception as exc:
             log.debug("typing indicator failed: %s", exc)
-
-    async def _send_long(self, adapter: PlatformAdapter, chat_id: str, text: str,
-                         thread_id: Optional[str] = None) -> None:
-        from gateway.platforms.telegram import split_message
-
-        for piece in split_message(text, adapter.max_message_length):
-            await adapter.send(chat_id, piece, thread_id=thread_id)
 
     # -- sessions: key -> session id -> state ----------------------------------------------------
     @contextlib.asynccontextmanager
@@ -476,14 +481,17 @@ class GatewayRunner:
                conversation_history: Optional[list[dict[str, Any]]] = None,
                stream_callback: Optional[Callable[[str], None]] = None,
                tool_progress_callback: Optional[Callable[[dict[str, Any]], None]] = None,
-               approval_callback: Optional[Callable[[str, str], str]] = None) -> TurnHandle:
+               approval_callback: Optional[Callable[[str, str], str]] = None,
+               origin: Optional[dict[str, Any]] = None) -> TurnHandle:
         """Accept a turn (it is queued behind the session's running turn) and return its handle.
         A throwaway turn (``key`` None) runs on a private in-memory store: nothing of it is saved.
         ``approval_callback`` answers the turn's approval questions (none: they are denied).
+        ``origin`` (``{platform, chat_id, user_id}``) makes the turn act for that user, not the
+        owner (a webhook's turn reaches only its own data).
         Raises ``TurnLimitReached`` when the process already holds its limit of turns."""
         self.capacity.admit()
         req = TurnRequest(text, key, None, system_message, conversation_history, stream_callback,
-                          tool_progress_callback, approval_callback=approval_callback)
+                          tool_progress_callback, approval_callback=approval_callback, origin=origin)
         if key is None:
             task = self.spawn(self._stateless(req, platform), None)
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Optional
 
 from gateway.reactions import TurnOutcome
@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass
 class TurnRequest:
-    text: str
+    text: Any  # a string, or content parts (text + images)
     key: Optional[str] = None  # None: a stateless API request
     user_id: Optional[str] = None
     system_message: Optional[str] = None
@@ -36,6 +36,7 @@ class TurnRequest:
     origin: Optional[dict[str, Any]] = None  # the chat it came from: {platform, chat_id, thread_id}
     # who answers the turn's approval questions (API runs); None: they are denied
     approval_callback: Optional[Callable[[str, str], str]] = None
+    attachments: list[Any] = field(default_factory=list)  # a chat message's media (gateway.media)
 
 
 class SessionState:

@@ -15,42 +15,7 @@ from gateway.platforms.base import MessageEvent, PlatformAdapter
 
 log = logging.getLogger("gateway.telegram")
 
-TELEGRAM_LIMIT = 4096
-
-
-def utf16_len(text: str) -> int:
-    """Telegram measures message length in UTF-16 code units, not code points."""
-    return len(text.encode("utf-16-le")) // 2
-
-
-def _fitting_prefix(text: str, limit: int, length: Callable[[str], int]) -> int:
-    cut = min(len(text), limit)
-    while cut > 1 and length(text[:cut]) > limit:
-        cut -= max(1, (length(text[:cut]) - limit + 1) // 2)
-    return max(cut, 1)
-
-
-def split_message(text: str, limit: int = TELEGRAM_LIMIT, length: Callable[[str], int] = utf16_len) -> list[str]:
-    """Split a reply into pieces of at most ``limit`` units, cutting at the last paragraph break that
-    fits, else the last line break, else the last space, else hard. Never returns an empty list."""
-    chunks: list[str] = []
-    rest = text
-    while length(rest) > limit:
-        cut = _fitting_prefix(rest, limit, length)
-        window = rest[:cut]
-        for sep in ("\n\n", "\n", " "):
-            at = window.rfind(sep)
-            if at > 0:
-                piece, rest = rest[:at], rest[at + len(sep):]
-                break
-        else:
-            piece, rest = window, rest[cut:]
-        if piece.strip():
-            chunks.append(piece.rstrip())
-        rest = rest.lstrip("\n")
-    if rest.strip() or not chunks:
-        chunks.append(rest)
-    return chunks
+from gateway.platforms.splitting import TELEGRAM_LIMIT, split_message, utf16_len  # noqa: F401
 
 
 def telegram_api_urls(base: Optional[str]) -> tuple[str, str]:

@@ -63,7 +63,11 @@ def test_job_crud_and_resolution(db):
 @pytest.mark.parametrize("kw, message", [
     ({"prompt": "  "}, "prompt is empty"),
     ({"prompt": "x" * 20_001}, "limit is 20,000"),
-    ({"deliver": "slack"}, "unknown delivery target 'slack'"),
+    ({"deliver": "whatsapp"}, "unknown delivery target 'whatsapp'"),
+    ({"deliver": "slack"}, "SLACK_HOME_CHANNEL"),
+    ({"deliver": "slack:42"}, "a Slack channel is its id"),
+    ({"deliver": "matrix:room"}, "a Matrix room is !id:server"),
+    ({"deliver": "email:bob"}, "an email target is an address"),
     ({"deliver": "telegram:abc"}, "chat id is a number"),
     ({"deliver": "origin"}, "not created from one"),
     ({"deliver": "telegram"}, "TELEGRAM_HOME_CHANNEL"),

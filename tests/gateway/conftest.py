@@ -32,9 +32,10 @@ class Gateway:
                  wrap_factory: Optional[Callable[[Any], Any]] = None,
                  api_options: Optional[dict[str, Any]] = None,
                  runner_options: Optional[dict[str, Any]] = None,
-                 config: Optional[HermesConfig] = None) -> None:
+                 config: Optional[HermesConfig] = None, adapters: tuple = ()) -> None:
         """``wrap_factory(real_factory) -> factory`` lets a test observe or break agent creation;
-        ``config`` is what the agents are built with (default: an empty config)."""
+        ``config`` is what the agents are built with (default: an empty config); ``adapters``
+        are more platforms' adapters (tests/gateway/platforms)."""
         from gateway.access import AccessControl, PairingStore
         from gateway.platforms.api_server import APIServer
         from gateway.platforms.telegram import TelegramAdapter
@@ -45,7 +46,7 @@ class Gateway:
         self._thread = threading.Thread(target=self.loop.run_forever, name="gateway-loop", daemon=True)
         self._thread.start()
         self.db = SessionDB()
-        adapters = []
+        adapters = list(adapters)  # other platforms' adapters, ready made (tests/gateway/platforms)
         if telegram is not None:
             adapters.append(TelegramAdapter(telegram.token, base_url=telegram.base_url, poll_timeout=1))
         factory = default_agent_factory(config or HermesConfig(), self.db)

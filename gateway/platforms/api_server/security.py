@@ -193,6 +193,11 @@ async def _checked(server: Any, request: web.Request, handler: Handler, origin: 
         return web.Response(status=204, headers=preflight_headers(origin))
     open_path = request.path in OPEN_PATHS or (
         request.method in ("GET", "HEAD") and request.path in getattr(server, "public_paths", ()))
+    if getattr(request.match_info, "route", None) in getattr(server, "signed_routes", ()):
+        if not server.runner.accepting:  # the sender retries later (GitHub, Stripe do)
+            raise APIError(503, "The gateway is shutting down; retry shortly.", "server_error",
+                           "shutting_down", headers={"Retry-After": "5"})
+        return await handler(request)  # it checks its own signature, any body type
     if not open_path and not key_matches(request.headers.get("Authorization"), server.key):
         raise APIError(401, "Invalid or missing API key (send 'Authorization: Bearer <key>'; the key is "
                             "API_SERVER_KEY in HERMES_HOME/.env).", code="invalid_api_key")

@@ -60,6 +60,7 @@ class APIServer:
         self.endpoints: dict[str, dict[str, str]] = {}
         self.features: dict[str, bool] = {}
         self.public_paths: set[str] = set()  # GETs served without the key (a page's own files)
+        self.signed_routes: set[Any] = set()  # routes that check their own signature (webhooks)
         self._registrars: list[RouteRegistrar] = []
         self._app: Optional[web.Application] = None
         self._site_runner: Optional[web.AppRunner] = None
@@ -88,6 +89,14 @@ class APIServer:
         self._app.router.add_route("GET", path, handler)
         self.public_paths.add(path)
 
+    def add_signed_endpoint(self, name: str, method: str, path: str, handler: Handler) -> None:
+        """A route whose callers prove themselves with their own signature (a webhook's HMAC)
+        instead of the Bearer key; any body type. The handler must check the signature."""
+        if self._app is None:
+            raise RuntimeError("add_signed_endpoint is for route registrars (see add_routes)")
+        self.signed_routes.add(self._app.router.add_route(method, path, handler))
+        self.endpoints[name] = {"method": method, "path": path}
+
     # -- lifecycle ------------------------------------------------------------------------------
     def app(self) -> web.Application:
         from gateway.platforms.api_server.routes import builtin_registrars
@@ -101,6 +110,7 @@ class APIServer:
 
             self._app.on_response_prepare.append(add_own_headers)
         self.endpoints, self.features, self.public_paths = {}, {}, set()
+        self.signed_routes = set()
         for registrar in [*builtin_registrars(), *self._registrars]:
             registrar(self)
         return self._app
