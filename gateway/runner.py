@@ -11,7 +11,9 @@ Why it is shaped like this:
   the key is resolved to its session), then the session's lock. Turns of one session never overlap
   (busy policy ``queue``), or the running turn is interrupted first (``interrupt``). Replies are sent
   while the locks are held so they arrive in order too.
-- SPEC §7 reactions live in ``gateway.reactions``; slash commands in ``gateway.commands``.
+- SPEC §7 reactions live in ``gateway.reactions``; slash commands in ``gateway.commands``; chat
+  messages become turns in ``gateway.chat_events``, sessions are held in ``gateway.session_hold``
+  (mixins of the runner), agents are made in ``gateway.agent_factory``.
 - Every agent the runner lets go is ``close()``d (a client it made for summaries has connections);
   requests borrow clients from the process's pool (``agent.providers.client_pool``), so idle cached
   agents hold no sockets.
@@ -25,83 +27,33 @@ Why it is shaped like this:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from typing import Any, AsyncIterator, Awaitable, Callable, Optional
+from typing import Any, Awaitable, Callable, Optional
 
-from gateway import delivery, replies, skills
+from gateway import delivery, skills
 from gateway.access import AccessControl
-from gateway.capacity import BUSY_CHAT_REPLY, MAX_LIMIT, TurnGauge, TurnLimitReached
+from gateway.agent_factory import (AgentFactory, close_agent,  # noqa: F401 - re-exported
+                                   default_agent_factory)
+from gateway.capacity import MAX_LIMIT, TurnGauge
+from gateway.chat_events import ChatEvents
 from gateway.commands import HELP_TEXT, command, format_usage  # noqa: F401 - re-exported
 from gateway.lease import DEFAULT_WAIT as LEASE_WAIT
 from gateway.lease import LeaseTimeout, TurnLeases  # noqa: F401 - LeaseTimeout re-exported
 from gateway.platform_start import PlatformStarter
-from gateway.platforms.base import MessageEvent, PlatformAdapter
+from gateway.platforms.base import PlatformAdapter
 from gateway.reactions import (SOFT_DEFERRED, TurnOutcome, persist_user_message, react,  # noqa: F401
                                short_error)
-from gateway.sessions import SessionMap, key_for_event, new_session_id, owner_of, platform_of
+from gateway.session_hold import SessionHolding
+from gateway.sessions import SessionMap, new_session_id, owner_of, platform_of
 from gateway.turn_threads import TurnThreads
 from gateway.turn_state import (REARM_SECONDS, STOPPED_BEFORE_START, KeyLocks, SessionBusy,  # noqa: F401
                                 SessionState, TurnHandle, TurnRequest)
 
 log = logging.getLogger("gateway.runner")
 
-AgentFactory = Callable[..., Any]  # (session_id=, platform=, model=) -> AIAgent-like
 
-
-async def _noop_reply(_text: str) -> None:
-    return None
-
-
-def close_agent(agent: Any) -> None:
-    close = getattr(agent, "close", None)
-    if callable(close):
-        try:
-            close()
-        except Exception as exc:
-            log.debug("closing an agent: %s", exc)
-
-
-def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFactory:
-    """Agents for real: provider settings resolved once from config/env, one shared SessionDB (a
-    throwaway turn passes its own ``store``).
-
-    Least privilege (agent.tool_policy): the gateway's own toolsets (no terminal by default) and
-    file tools confined to its working directory, whoever is on the other side of the chat.
-    """
-    from hermes_core.config import load_config
-    from hermes_core.provider_settings import resolve_provider
-    from agent.tool_policy import gateway_toolsets, gateway_working_dir
-
-    cfg = config if config is not None else load_config()
-    from agent.providers.models import settle
-
-    settings = settle(resolve_provider(cfg))  # no model configured: the endpoint's, asked once
-    from agent.tool_selection import check_config
-
-    check_config(cfg)  # an unknown toolset stops the gateway at start-up, not at the first message
-    gw = cfg.gateway
-    gateway_toolsets(gw)  # a bad gateway.toolsets stops the gateway at start-up too
-    workdir = str(gateway_working_dir(gw))
-
-    def make(session_id: Optional[str], platform: str, model: Optional[str] = None,
-             store: Any = None) -> Any:
-        from agent.factory import AgentSpec, ProviderChoice, build_agent
-
-        enabled, disabled = gateway_toolsets(gw)  # per agent: MCP toolsets appear as servers start
-        return build_agent(AgentSpec(
-            config=cfg, platform=platform, provider=ProviderChoice.of(settings, model),
-            session_id=session_id, session_db=store if store is not None else session_db,
-            enabled_toolsets=enabled, disabled_toolsets=disabled, cwd=workdir, confine_to=workdir))
-
-    make.workdir = workdir  # type: ignore[attr-defined]  # where chat uploads are saved
-    make.default_model = settings.model  # type: ignore[attr-defined]
-    make.config = cfg  # type: ignore[attr-defined]
-    return make
-
-
-class GatewayRunner:
+class GatewayRunner(ChatEvents, SessionHolding):
     def __init__(self, *, session_db: Any, agent_factory: AgentFactory, adapters: list[PlatformAdapter] = (),
                  access: Optional[AccessControl] = None, busy_policy: str = "queue", max_workers: int = 128,
                  max_cached_agents: int = 1000, typing_interval: float = 4.0, turn_limit: int = MAX_LIMIT,
@@ -187,49 +139,7 @@ class GatewayRunner:
             await asyncio.to_thread(self.db.append_message, sid, "user", req.text)
             log.info("persisted an unserved message for %s", req.key)
 
-    # -- chat platforms --------------------------------------------------------------------------
-    async def handle_event(self, event: MessageEvent) -> None:
-        """Adapter callback: returns quickly; the turn runs in its own task."""
-        adapter = self.adapters.get(event.platform)
-        key = key_for_event(event)
-        if not self.accepting:
-            if self.access.is_allowed(event.platform, event.user_id) and (event.text.strip()
-                                                                          or event.attachments):
-                req = TurnRequest(event.text, key, event.user_id, persist_only=True)
-                self.spawn(self._chat_turn(req, None, event.chat_id, _noop_reply), req)
-            return
-        if not self.access.is_allowed(event.platform, event.user_id):
-            log.info("refused unknown user %s on %s; pairing code sent", event.user_id, event.platform)
-            text = await asyncio.to_thread(self.access.refusal, event.platform, event.user_id,
-                                           event.user_name, event.chat_id)
-            if adapter and text:  # None: this user was answered recently (no reply per message)
-                await adapter.send(event.chat_id, text, thread_id=event.thread_id)
-            return
-        if not event.text.strip() and not event.attachments:
-            return
-
-        async def reply(text: str) -> None:
-            if adapter and text:  # MEDIA: lines become attachments (gateway.replies)
-                await replies.send_answer(adapter, event.chat_id, text, event.thread_id,
-                                          replies.workdir_of(self))
-
-        origin = {"platform": event.platform, "chat_id": event.chat_id,  # user_id: owner_of
-                  "thread_id": event.thread_id, "user_id": event.user_id}
-        if event.text.startswith("/") and await command(self, key, event.user_id, event.text, reply,
-                                                        origin=origin):
-            return
-        try:
-            self.capacity.admit()
-        except TurnLimitReached as exc:
-            log.warning("refused a message for %s: %s", key, exc)
-            await reply(BUSY_CHAT_REPLY)
-            return
-        req = TurnRequest(event.text, key, event.user_id, notify=reply, origin=origin,
-                          attachments=list(event.attachments))
-        if self.busy_policy == "interrupt":
-            self.stop_turn(key, event.text)  # the running turn, or one still waiting to start
-        self.spawn(self._chat_turn(req, adapter, event.chat_id, reply), req).add_done_callback(self.capacity.release)
-
+    # -- chat platforms: gateway.chat_events; sessions held: gateway.session_hold ------------
     def spawn(self, coro: Awaitable[Any], req: Optional[TurnRequest]) -> asyncio.Task[Any]:
         if req is not None:
             self._pending.append(req)  # synchronously, so the drain sees it even before the task runs
@@ -237,144 +147,6 @@ class GatewayRunner:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
-
-    async def _chat_turn(self, req: TurnRequest, adapter: Optional[PlatformAdapter], chat_id: str,
-                         reply: Callable[[str], Awaitable[None]]) -> None:
-        try:
-            await self._chat_turn_locked(req, adapter, chat_id, reply)
-        except LeaseTimeout as exc:  # busy on another worker for too long: nothing was stored
-            if not req.persist_only:
-                with contextlib.suppress(Exception):
-                    await reply(str(exc))
-        except Exception as exc:  # e.g. the store failed while resolving the chat's session
-            log.exception("message for %s could not be handled", req.key)
-            if not req.persist_only:
-                with contextlib.suppress(Exception):
-                    await reply(f"Sorry, that failed: {type(exc).__name__}: {exc}. Your message could not be "
-                                "saved; please send it again.")
-
-    async def _chat_turn_locked(self, req: TurnRequest, adapter: Optional[PlatformAdapter], chat_id: str,
-                                reply: Callable[[str], Awaitable[None]]) -> None:
-        assert req.key is not None
-        async with self.hold(req.key, req.user_id) as st:
-            if req.abandoned:
-                return
-            if req.persist_only:  # arrived during the drain: keep it, in order, without a turn
-                self._pending.remove(req)
-                await asyncio.to_thread(self.db.append_message, st.sid, "user", req.text)
-                log.info("draining: stored a message for %s without answering it", req.key)
-                return
-            typing = asyncio.ensure_future(self._keep_typing(adapter, chat_id)) if adapter else None
-            try:
-                if req.attachments and not await replies.prepare_turn(self, req, reply):
-                    return  # images, voice, files -> the turn's content (gateway.media)
-                if isinstance(req.text, str):
-                    req.text = await skills.expand(self, req.text)  # /<skill> [text]: the skill
-                outcome = await self._run_locked(st, req)
-            finally:
-                if typing:
-                    typing.cancel()
-            if outcome.kind != "interrupted" or outcome.text:
-                await reply(outcome.text)
-            if outcome.kind == "ok":
-                skills.after_reply(st.agent, outcome.result, reply)  # in the background, after the reply
-
-    async def _keep_typing(self, adapter: PlatformAdapter, chat_id: str) -> None:
-        try:
-            while True:
-                await adapter.typing(chat_id)
-                await asyncio.sleep(self.typing_interval)
-        except asyncio.CancelledError:
-            pass
-        except Exception as exc:
-            log.debug("typing indicator failed: %s", exc)
-
-    # -- sessions: key -> session id -> state ----------------------------------------------------
-    @contextlib.asynccontextmanager
-    async def hold(self, key: str, user_id: Optional[str] = None) -> AsyncIterator[SessionState]:
-        """The key's session, locked: its FIFO key lock first (arrival order), then the lock of the
-        session the key resolves to, shared with every other key bound to that session."""
-        async with self._key_locks.hold(key):
-            st = await self._acquire(key, user_id)
-            try:
-                yield st
-            finally:
-                st.last_used = time.monotonic()
-                try:
-                    await self._give_back_lease(st)
-                finally:
-                    st.lock.release()
-                    self._let_go(st)
-
-    async def _acquire(self, key: str, user_id: Optional[str]) -> SessionState:
-        while True:
-            sid = self._key_sid.get(key)  # a key seen before whose session is live: no store round trip
-            if sid is None or sid not in self._states:
-                sid = await asyncio.to_thread(self.sessions.get_or_create, key, user_id)
-            st = self._states.get(sid)
-            if st is None:
-                st = self._states[sid] = SessionState(sid, platform_of(key))
-            st.holders += 1
-            try:
-                await st.lock.acquire()
-            except BaseException:
-                self._let_go(st)
-                raise
-            if st.moved_to is None and not st.deleted:
-                try:
-                    moved = self.leases.shared and await self._take_lease(st, key)
-                except BaseException:
-                    st.lock.release()
-                    self._let_go(st)
-                    raise
-                if not moved:
-                    self._key_sid[key] = sid
-                    return st
-            moved_to = st.moved_to  # rotated while we waited: follow the conversation to its new session
-            st.lock.release()
-            self._let_go(st)
-            self._key_sid.pop(key, None)
-            if moved_to is not None and await asyncio.to_thread(self.sessions.lookup, key) == sid:
-                await asyncio.to_thread(self.db.bind_session_key, key, moved_to)
-
-    async def _take_lease(self, st: SessionState, key: str) -> bool:
-        """Hold the session's cross-process lease (gateway.lease), then look at the store as it is now:
-        True when another worker moved the key elsewhere (rotated or deleted the session) while we
-        waited, so the caller follows it. A cached agent that missed turns another worker wrote is
-        dropped: the next one loads the transcript from the store."""
-        st.lease = await self.leases.take(st.sid)
-        st.fence = self.leases.fence(st.sid)
-        try:
-            current, mark = await asyncio.to_thread(
-                lambda: (self.sessions.lookup(key), self.sessions.mark(st.sid)))
-        except BaseException:
-            await self._give_back_lease(st, remember=False)
-            raise
-        if current != st.sid:
-            await self._give_back_lease(st, remember=False)
-            st.moved_to, st.deleted = current, current is None
-            self.drop_agent(st)
-            return True
-        if st.agent is not None and mark != st.seen_mark:
-            log.info("%s: session %s changed on another worker; reloading its transcript", key, st.sid)
-            self.drop_agent(st)
-        return False
-
-    async def _give_back_lease(self, st: SessionState, remember: bool = True) -> None:
-        """Release the lease, first noting where the store stands (what our cached agent has seen)."""
-        held, st.lease, st.fence = st.lease, None, None
-        if held is None:
-            return
-        try:
-            if remember:
-                st.seen_mark = await asyncio.to_thread(self.sessions.mark, st.sid)
-        finally:
-            await self.leases.release(held)
-
-    def _let_go(self, st: SessionState) -> None:
-        st.holders -= 1
-        if st.holders == 0 and (st.agent is None or st.moved_to or st.deleted) and self._states.get(st.sid) is st:
-            del self._states[st.sid]  # nothing cached: the state is rebuilt on demand
 
     def session_counts(self) -> dict[str, int]:
         """Live session states and how many hold a cached agent (for status reports)."""

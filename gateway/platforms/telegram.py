@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from gateway.platforms.base import MessageEvent, PlatformAdapter
 
