@@ -18,7 +18,7 @@ from agent.error_classifier import ClassifiedError, ErrorKind, classify_error
 from agent.provider_failures import describe
 from agent.providers.openai_compat import ModelReply, StreamInterrupted
 from agent.host import TurnHost
-from agent.request_view import message_cap, request_messages
+from agent.request_view import NO_CAP, message_cap, request_messages
 from hermes_core.tokens import (PER_MESSAGE_OVERHEAD, estimate_message_tokens,
                                 estimate_messages_tokens_rough, estimate_request_tokens_rough,
                                 estimate_text_tokens, estimate_tools_tokens, schema_tokens)
@@ -27,7 +27,6 @@ from agent.turn_context import TurnState
 log = logging.getLogger(__name__)
 
 MAX_RETRIES = 3
-NO_CAP = 1 << 40
 
 
 class Interrupted(Exception):

@@ -17,6 +17,7 @@ from hermes_core.tokens import estimate_message_tokens, estimate_text_tokens
 
 NO_REPLY = "(no reply: the previous turn did not complete)"
 MIN_CAP_TOKENS = 256  # a message is never cut below this
+NO_CAP = 1 << 40  # request_messages(..., NO_CAP): nothing is cut, only placeholders added
 CAP_SHARE = 0.45  # of the window left after the system prompt and the tools, per message
 _NOTE = ("\n\n[… {cut:,} characters cut here for the model: the message is larger than its "
          "context window allows; the whole text is kept in the session store …]\n\n")
@@ -59,10 +60,10 @@ def shorten_message(msg: dict, max_tokens: int) -> Optional[dict]:
     return None
 
 
-def _fit_total(msgs: list[dict], budget: int, cut: set[int]) -> None:
-    """Cut the biggest messages (in place in ``msgs``, a copy) until their sum fits ``budget``,
-    none aimed below MIN_CAP_TOKENS: what compaction could not shrink (kept verbatim) still goes."""
-    toks = [estimate_message_tokens(m) for m in msgs]
+def _fit_total(msgs: list[dict], toks: list[int], budget: int, cut: set[int]) -> None:
+    """Cut the biggest messages (in place in ``msgs``, a copy, and ``toks``, their estimates) until
+    their sum fits ``budget``, none aimed below MIN_CAP_TOKENS: what compaction could not shrink
+    (kept verbatim) still goes."""
     total = sum(toks)
     for i in sorted(range(len(msgs)), key=lambda k: toks[k], reverse=True):
         excess = total - budget
@@ -84,13 +85,15 @@ def request_messages(messages: list[dict], cap_tokens: int,
     The input is not changed."""
     cut: set[int] = set()
     msgs = list(messages)
-    for i, msg in enumerate(msgs):
-        short = shorten_message(msg, cap_tokens)
-        if short is not None:
-            msgs[i] = short
-            cut.add(i)
-    if budget_tokens is not None:
-        _fit_total(msgs, budget_tokens, cut)
+    if budget_tokens is not None or cap_tokens < NO_CAP:  # each message estimated once a call
+        toks = [estimate_message_tokens(m) for m in msgs]
+        for i, n in enumerate(toks):
+            short = shorten_message(msgs[i], cap_tokens) if n > cap_tokens else None
+            if short is not None:
+                msgs[i], toks[i] = short, estimate_message_tokens(short)
+                cut.add(i)
+        if budget_tokens is not None and sum(toks) > budget_tokens:
+            _fit_total(msgs, toks, budget_tokens, cut)
     out: list[dict] = []
     last_role = None
     for msg in msgs:

@@ -81,4 +81,20 @@ def schema_tokens(definitions: Optional[list]) -> int:
 
     A little above what the wire carries (compact JSON), so a budget met here is met on the wire.
     """
-    return sum(len(json.dumps(d)) for d in definitions or ()) // 4
+    return sum(_schema_chars(d) for d in definitions or ()) // 4
+
+
+_SCHEMA_CHARS: dict[int, tuple[Any, int]] = {}  # id -> (the definition, its JSON length)
+
+
+def _schema_chars(definition: Any) -> int:
+    """``len(json.dumps(definition))``, remembered: the same definitions are measured every turn
+    (the entry keeps the object, so its id cannot be reused while it is cached)."""
+    hit = _SCHEMA_CHARS.get(id(definition))
+    if hit is not None and hit[0] is definition:
+        return hit[1]
+    if len(_SCHEMA_CHARS) > 4096:
+        _SCHEMA_CHARS.clear()
+    n = len(json.dumps(definition))
+    _SCHEMA_CHARS[id(definition)] = (definition, n)
+    return n
