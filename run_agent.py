@@ -46,7 +46,9 @@ log = logging.getLogger("hermes.agent")
 __all__ = ["AIAgent", "OpenAI", "get_tool_definitions",  # noqa: F822 (OpenAI is lazy)
            "check_toolset_requirements", "jittered_backoff"]
 
-from agent.providers.windows import DEFAULT_CONTEXT_LENGTH, KNOWN_CONTEXT_LENGTHS  # noqa: E402, F401
+from agent.providers.windows import (  # noqa: E402
+    DEFAULT_CONTEXT_LENGTH, KNOWN_CONTEXT_LENGTHS,  # noqa: F401
+)
 
 
 def __getattr__(name: str) -> Any:

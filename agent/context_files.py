@@ -110,7 +110,8 @@ def load_file(path: Path, max_chars: int, label: str) -> Optional[ContextFile]:
         return None
     head_text, held_head = quarantine(head_text)
     tail_text, held_tail = quarantine(tail_text, first_line=tail_first)
-    marker = f"\n\n[… middle of this {size:,}-byte file omitted; read {path} for the rest …]\n\n"
+    marker = (f"\n\n[… middle of this {size:,}-byte file omitted; "
+              f"read {path} for the rest …]\n\n")
     return ContextFile(path, label, (head_text + marker + tail_text).strip(), held_head + held_tail,
                        truncated=True)
 

@@ -50,7 +50,8 @@ LOCK_LOST_WARNING = ("Compaction discarded: another process took over compressin
 
 
 def lock_holder(agent: TurnHost) -> str:
-    """``pid=…:tid=…:agent=…:nonce=…:host=…``; the host (``hermes_state.machine_id``) keeps
+    """``pid=…:tid=…:agent=…:nonce=…:host=…``; the host
+    (``hermes_state.machine_id``) keeps
     another machine's pid from ever being judged dead here."""
     from hermes_state import machine_id
 

@@ -26,11 +26,14 @@ log = logging.getLogger("hermes.skills")
 
 MAX_ITERATIONS = 8
 INSTRUCTIONS = (
-    "You are reviewing a finished conversation to decide whether to save what was learned as a skill: "
+    "You are reviewing a finished conversation to decide whether to save what was learned "
+    "as a skill: "
     "a reusable procedure for a task that will come back. Save only what will help next time: the "
     "steps that worked, pitfalls and their fixes, commands, the user's preferred way of doing it. "
-    "Never save secrets, personal data or one-off facts. If a skill the conversation used covers this "
-    "work, improve it with skill_manage patch instead of creating a new one. Create at most one skill "
+    "Never save secrets, personal data or one-off facts. If a skill the conversation used "
+    "covers this "
+    "work, improve it with skill_manage patch instead of creating a new one. Create at most "
+    "one skill "
     "(content: front matter with name and description, then short numbered steps). If nothing is "
     "worth saving, call no tool and answer: nothing to save.")
 
@@ -40,7 +43,8 @@ _lock = threading.Lock()
 
 
 class Review(threading.Thread):
-    """One review in the background; ``outcome`` is the line for the user (None: nothing changed)."""
+    """One review in the background; ``outcome`` is the line for the user (None: nothing
+    changed)."""
 
     def __init__(self, agent: AIAgent, messages: list[dict], used: list[str],
                  notify: Optional[Callable[[str], None]]) -> None:
@@ -89,7 +93,8 @@ def due(agent: AIAgent, result: Optional[dict]) -> Optional[activity.TurnActivit
     turn = activity.activity(activity.last_turn(list(res.get("messages") or ())))
     with _lock:
         counters = _state.setdefault(agent, {"calls": 0})
-        counters["calls"] = turn.calls_after_write if turn.written else counters["calls"] + turn.tool_calls
+        counters["calls"] = (turn.calls_after_write if turn.written
+                             else counters["calls"] + turn.tool_calls)
         if counters["calls"] < section.creation_nudge_interval:
             return None
         if str(agent.session_id) in _running:
@@ -144,7 +149,8 @@ def request(messages: list[dict], used: list[str]) -> str:
 
 
 def run_review(agent: AIAgent, messages: list[dict], used: list[str]) -> list[tuple[str, str]]:
-    """Run the review agent to the end (synchronously); the (action, skill) writes that succeeded."""
+    """Run the review agent to the end (synchronously); the (action, skill) writes that
+    succeeded."""
     from agent.factory import AgentSpec, ProviderChoice, build_agent
 
     child = build_agent(AgentSpec(

@@ -27,7 +27,8 @@ SECTIONS = (
 TEXT_CHARS = 3000        # per user/assistant message in the transcript
 ARGS_CHARS = 300         # per tool call's arguments
 RESULT_CHARS = 1200      # per tool result
-MAX_TRANSCRIPT_CHARS = 240_000  # about 60k tokens; the middle of the transcript is elided beyond this
+# about 60k tokens; the middle of the transcript is elided beyond this
+MAX_TRANSCRIPT_CHARS = 240_000
 
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>\s*", re.DOTALL | re.IGNORECASE)
 
@@ -56,7 +57,8 @@ def _serialize_message(msg: dict) -> str:
     if text.strip():
         parts.append(_clip(text, TEXT_CHARS))
     if isinstance(msg.get("content"), list) and any(
-        isinstance(p, dict) and p.get("type") in ("image_url", "image", "input_image") for p in msg["content"]
+        isinstance(p, dict) and p.get("type") in ("image_url", "image", "input_image")
+        for p in msg["content"]
     ):
         parts.append("[image]")
     calls = []
@@ -113,9 +115,12 @@ def build_summary_prompt(messages: list[dict], previous_summary: Optional[str] =
     parts: list[str] = []
     if previous_summary:
         parts.append(
-            "Below is the EXISTING SUMMARY of the earliest part of the conversation, followed by the "
-            "turns that came after it. UPDATE the summary with those new turns and return ONE merged "
-            "summary (do not nest or repeat the old one; drop what is no longer relevant, keep what "
+            "Below is the EXISTING SUMMARY of the earliest part of the conversation, followed "
+            "by the "
+            "turns that came after it. UPDATE the summary with those new turns and return ONE "
+            "merged "
+            "summary (do not nest or repeat the old one; drop what is no longer relevant, keep "
+            "what "
             "still is)."
         )
     else:
@@ -149,15 +154,18 @@ def _extract_text(response: Any) -> Any:
         message = first.get("message")
     if message is None:
         raise SummaryError("summary response had no message")
-    return message.get("content") if isinstance(message, dict) else getattr(message, "content", None)
+    return (message.get("content") if isinstance(message, dict)
+            else getattr(message, "content", None))
 
 
-def make_summarizer(client_getter: Callable[[], Any], model: str, timeout: float = 60.0) -> Callable[..., str]:
+def make_summarizer(client_getter: Callable[[], Any], model: str,
+                    timeout: float = 60.0) -> Callable[..., str]:
     """A ``summarize(messages, previous_summary=None, focus=None, max_tokens=2000) -> str`` calling
     ``client_getter().chat.completions.create(...)``. ``client_getter`` is called per summary so the
     host can swap clients (e.g. after a model switch)."""
 
-    def summarize(messages: list[dict], previous_summary: Optional[str] = None, focus: Optional[str] = None,
+    def summarize(messages: list[dict], previous_summary: Optional[str] = None,
+                  focus: Optional[str] = None,
                   max_tokens: int = 2000) -> str:
         prompt = build_summary_prompt(messages, previous_summary, focus, max_tokens)
         try:
@@ -173,7 +181,8 @@ def make_summarizer(client_getter: Callable[[], Any], model: str, timeout: float
             raise
         except Exception as exc:  # noqa: BLE001 - the compressor handles every failure the same way
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            raise SummaryError(f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__) from exc
+            raise SummaryError(f"{type(exc).__name__}: {detail}" if detail
+                               else type(exc).__name__) from exc
         if not isinstance(content, str):
             raise SummaryError(f"summary content was {type(content).__name__}, not text")
         text = _THINK.sub("", content).strip()

@@ -32,7 +32,8 @@ def _first_text(msg: dict) -> str:
 
 def is_summary_message(msg: dict) -> bool:
     """True for a message that carries a compaction summary (standalone or merged into a turn)."""
-    return isinstance(msg, dict) and msg.get("role") != "tool" and _first_text(msg).startswith(SUMMARY_MARKER)
+    return (isinstance(msg, dict) and msg.get("role") != "tool"
+            and _first_text(msg).startswith(SUMMARY_MARKER))
 
 
 def is_summary_ack(msg: dict) -> bool:
@@ -49,7 +50,8 @@ def is_compaction_message(msg: dict) -> bool:
 
 def last_compaction_index(messages: list[dict]) -> int:
     """Index of the newest compaction message (-1 when none): the history before it is compacted."""
-    return next((i for i in range(len(messages) - 1, -1, -1) if is_compaction_message(messages[i])), -1)
+    return next((i for i in range(len(messages) - 1, -1, -1)
+                 if is_compaction_message(messages[i])), -1)
 
 
 def summary_block(text: str) -> str:
@@ -58,7 +60,8 @@ def summary_block(text: str) -> str:
 
 def split_summary(msg: dict) -> tuple[str, Optional[dict]]:
     """``(summary_text, rest)`` of a summary message: ``rest`` is the message with the summary block
-    removed (a shallow copy), or None when nothing else was in it. An acknowledgement is ("", None)."""
+    removed (a shallow copy), or None when nothing else was in it. An acknowledgement is
+    ("", None)."""
     if is_summary_ack(msg):
         return "", None
     first = _first_text(msg)

@@ -39,7 +39,8 @@ def _cap(text: str) -> str:
         return text
     half = MAX_RESULT_CHARS // 2
     cut = len(text) - MAX_RESULT_CHARS
-    return f"{text[:half]}\n[... {cut:,} characters cut from the middle of this result ...]\n{text[-half:]}"
+    return (f"{text[:half]}\n[... {cut:,} characters cut from the middle of this result ...]\n"
+            f"{text[-half:]}")
 
 
 def run_one(call: dict, known: set[str], dispatch: Callable[[str, dict], str],
@@ -63,7 +64,8 @@ def run_one(call: dict, known: set[str], dispatch: Callable[[str, dict], str],
     except Exception as exc:  # ToolError and anything a tool raises
         ok = False
         result = _error(f"{name}: {exc}" if str(exc) else f"{name} failed: {type(exc).__name__}")
-    result = _cap(redact(result))  # secrets are masked before anything (progress, provider, store) sees them
+    # secrets are masked before anything (progress, provider, store) sees them
+    result = _cap(redact(result))
     summary = result if len(result) <= 120 else result[:117] + "..."
     _emit(progress, {"type": "tool_end", "id": call_id, "name": name, "args": args, "ok": ok,
                      "summary": summary.replace("\n", " "), "duration": time.monotonic() - started})
@@ -99,7 +101,8 @@ def run_tool_calls(calls: list[dict], known: set[str], dispatch: Callable[[str, 
     else:
         if progress is not None:
             progress = _serialized(progress)
-        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(calls)), thread_name_prefix="hermes-tool") as pool:
+        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(calls)),
+                                thread_name_prefix="hermes-tool") as pool:
             outputs = list(pool.map(lambda c: run_one(c, known, dispatch, progress, redact), calls))
     return [
         {"role": "tool", "tool_call_id": call.get("id") or "", "content": out}

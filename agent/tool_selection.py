@@ -1,4 +1,5 @@
-"""Which tools an agent offers (SPEC §8, §9; issue 8 item 6). Pure apart from the registry lookups.
+"""Which tools an agent offers (SPEC §8, §9; issue 8 item 6). Pure apart from the registry
+lookups.
 
 Toolsets come from the caller (``hermes -t``, ``enabled_toolsets``) or else config ``toolsets:``;
 memory is off with ``skip_memory`` and on the ``cron``/``subagent`` platforms. When the fixed prompt
@@ -19,7 +20,8 @@ from tools.registry import UnknownToolsetError, check_toolset_names
 NO_MEMORY_PLATFORMS = ("cron", "subagent")
 # in this order of need; session_search is in because a small window compacts often, and it is how
 # the agent gets back what a summary dropped
-CORE_TOOLS = ("terminal", "read_file", "write_file", "patch", "search_files", "memory", "session_search")
+CORE_TOOLS = ("terminal", "read_file", "write_file", "patch", "search_files", "memory",
+              "session_search")
 WINDOW_SHARE = 4  # the fixed prompt never takes more than 1/WINDOW_SHARE of the window
 
 
@@ -41,7 +43,8 @@ def check_config(config: Any) -> None:
                           f"<list>` or remove the key") from None
 
 
-def select_toolsets(enabled: Optional[list[str]], disabled: Optional[list[str]], config: Any = None, *,
+def select_toolsets(enabled: Optional[list[str]], disabled: Optional[list[str]],
+                    config: Any = None, *,
                     skip_memory: bool = False,
                     platform: str = "cli") -> tuple[Optional[list[str]], list[str]]:
     """(enabled or None for every toolset, disabled) for one agent: arguments beat config.
@@ -56,7 +59,8 @@ def select_toolsets(enabled: Optional[list[str]], disabled: Optional[list[str]],
     if disabled is None:
         disabled = list(getattr(section, "disabled", None) or ())
     disabled = list(disabled)
-    if not memory_enabled(config, skip_memory=skip_memory, platform=platform) and "memory" not in disabled:
+    if (not memory_enabled(config, skip_memory=skip_memory, platform=platform)
+            and "memory" not in disabled):
         disabled.append("memory")
     return (list(enabled) if enabled is not None else None), disabled
 

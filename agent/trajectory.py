@@ -1,4 +1,5 @@
-"""Finished conversations as ShareGPT-style JSON lines, for people who fine-tune on their own traces."""
+"""Finished conversations as ShareGPT-style JSON lines, for people who fine-tune on their own
+traces."""
 from __future__ import annotations
 
 import json
@@ -18,7 +19,8 @@ def to_sharegpt(messages: list[dict], system_prompt: Optional[str]) -> list[dict
         if not isinstance(value, str):
             value = json.dumps(value) if value is not None else ""
         if m.get("tool_calls"):
-            calls = [{"name": c["function"]["name"], "arguments": c["function"]["arguments"]} for c in m["tool_calls"]]
+            calls = [{"name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+                     for c in m["tool_calls"]]
             value = (value + "\n" if value else "") + "\n".join(
                 f"<tool_call>{json.dumps(c)}</tool_call>" for c in calls)
         turns.append({"from": _ROLE.get(m.get("role"), m.get("role") or "unknown"), "value": value})

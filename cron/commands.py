@@ -1,6 +1,7 @@
 """``/cron`` for the REPL and for chats: one text in, one text out, the same words everywhere.
 
-``/cron`` or ``/cron list``; ``/cron add <schedule> <prompt>``; ``/cron pause|resume|remove|run <job>``;
+``/cron`` or ``/cron list``; ``/cron add <schedule> <prompt>``;
+``/cron pause|resume|remove|run <job>``;
 ``/cron runs [<job>]``. A job made in a chat is delivered back to that chat by default (``origin``).
 How ``run`` happens is the surface's business (the REPL waits and shows the answer; a chat hands
 it to the gateway's scheduler), so the caller passes ``run``.
@@ -15,7 +16,8 @@ from cron.policy import RunPolicy
 from cron.schedule import split_schedule
 from cron.views import describe_job, job_lines, run_lines
 
-USAGE = ("Usage: /cron [list] · /cron add <schedule> <prompt> · /cron pause|resume|remove|run <job> "
+USAGE = ("Usage: /cron [list] · /cron add <schedule> <prompt> "
+         "· /cron pause|resume|remove|run <job> "
          "· /cron runs [<job>]. Schedules: 'every 30m', 'in 2h', '0 8 * * *', or an ISO time.")
 
 

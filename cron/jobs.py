@@ -44,7 +44,8 @@ def _clean_prompt(prompt: Any) -> str:
         raise JobError("the prompt is empty: say what the job should do")
     prompt = prompt.strip()
     if len(prompt) > MAX_PROMPT_CHARS:
-        raise JobError(f"the prompt is {len(prompt):,} characters; the limit is {MAX_PROMPT_CHARS:,}")
+        raise JobError(f"the prompt is {len(prompt):,} characters; "
+                       f"the limit is {MAX_PROMPT_CHARS:,}")
     reason = scan(prompt)
     if reason:
         raise JobError(f"the prompt contains {reason}; scheduled prompts run unattended, so it was "
@@ -207,7 +208,8 @@ def update_job(db: Any, ref: Any, *, cfg: Any = None, now: Optional[float] = Non
     now (and re-arms a completed job). A new workdir stays inside the job's recorded policy."""
     unknown = set(changes) - set(EDITABLE)
     if unknown:
-        raise JobError(f"cannot change {', '.join(sorted(unknown))}; editable: {', '.join(EDITABLE)}")
+        raise JobError(f"cannot change {', '.join(sorted(unknown))}; "
+                       f"editable: {', '.join(EDITABLE)}")
     changes = {k: v for k, v in changes.items() if v is not None}
     if not changes:
         raise JobError(f"nothing to change; give one of {', '.join(EDITABLE)}")
@@ -240,7 +242,8 @@ def update_job(db: Any, ref: Any, *, cfg: Any = None, now: Optional[float] = Non
             fields["next_run_at"] = first_run(sched, now, get_zone(tz_name))
     elif "repeat" in fields:
         if fields["repeat"] is not None and int(job["run_count"]) >= fields["repeat"]:
-            raise JobError(f"the job has already run {job['run_count']} times; give a larger repeat")
+            raise JobError(f"the job has already run {job['run_count']} times; "
+                           "give a larger repeat")
         if job["state"] == "completed" and sched.repeats:  # more runs allowed: schedule it again
             fields["state"] = "scheduled"
             fields["next_run_at"] = first_run(sched, now, get_zone(tz_name))

@@ -22,7 +22,8 @@ from cron.schedule import ScheduleError, format_time, get_zone
 
 log = logging.getLogger("hermes.cron")
 
-NO_TOOLSETS = ("cronjob", "delegation")  # a run never schedules jobs or delegates (memory: off on "cron")
+# a run never schedules jobs or delegates (memory: off on "cron")
+NO_TOOLSETS = ("cronjob", "delegation")
 INTERRUPT_GRACE = 15.0  # seconds an interrupted agent gets to stop before the run is recorded
 
 
@@ -40,7 +41,8 @@ def run_note(job: dict[str, Any]) -> str:
              else f" to {job.get('deliver')}")
     return (f"[Scheduled job {job.get('name')!r} ({job['id']}): nobody is watching this run. Your "
             f"final answer is delivered automatically{where}; do not try to send it yourself. If "
-            f"there is nothing worth reporting, reply exactly {delivery.SILENT} and nothing is sent.]")
+            f"there is nothing worth reporting, reply exactly {delivery.SILENT} and nothing "
+            "is sent.]")
 
 
 def build_prompt(job: dict[str, Any], home: Path, cfg: Any = None) -> str:
@@ -96,7 +98,8 @@ def make_agent(run: dict[str, Any], cfg: Any, db: Any) -> Any:
 
 
 def _converse(agent: Any, prompt: str, timeout: float,
-              cancel: Optional[threading.Event]) -> tuple[str, Optional[dict[str, Any]], Optional[str]]:
+              cancel: Optional[threading.Event]
+              ) -> tuple[str, Optional[dict[str, Any]], Optional[str]]:
     """Run the turn in a thread; returns (status, result, error). Past ``timeout`` (or when
     ``cancel`` is set) the agent is interrupted and gets a short grace to stop."""
     box: dict[str, Any] = {}
@@ -132,7 +135,8 @@ def _judge(result: Optional[dict[str, Any]]) -> tuple[str, Optional[str], Option
     """An agent result -> (status, answer, error)."""
     result = result or {}
     answer = result.get("final_response")
-    if result.get("failed") or result.get("compression_exhausted") or result.get("compression_deferred"):
+    if (result.get("failed") or result.get("compression_exhausted")
+            or result.get("compression_deferred")):
         return "failed", None, str(result.get("error") or answer or "the turn failed")
     if result.get("interrupted"):
         return "interrupted", None, "the run was interrupted"
@@ -145,7 +149,8 @@ def _judge(result: Optional[dict[str, Any]]) -> tuple[str, Optional[str], Option
 
 
 def output_path(home: Path, run: dict[str, Any]) -> Path:
-    stamp = datetime.fromtimestamp(float(run["scheduled_at"]), timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.fromtimestamp(float(run["scheduled_at"]),
+                                   timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     folder = home / "cron" / "output" / str(run["id"])
     path = folder / f"{stamp}.md"
     return path if not path.exists() else folder / f"{stamp}-{run['run_id']}.md"
@@ -158,7 +163,8 @@ def write_output(path: Path, run: dict[str, Any], outcome: RunOutcome) -> None:
     except ScheduleError:
         when = str(run["scheduled_at"])
     lines = [f"# {run.get('name') or run['id']}", "",
-             f"- job: `{run['id']}` ({run.get('schedule')})", f"- scheduled: {when} ({run.get('trigger')})",
+             f"- job: `{run['id']}` ({run.get('schedule')})",
+             f"- scheduled: {when} ({run.get('trigger')})",
              f"- status: {outcome.status}", f"- session: `{run.get('session_id')}`", ""]
     lines.append(outcome.answer if outcome.answer is not None else f"**Failed:** {outcome.error}")
     atomic_write(path, "\n".join(lines).rstrip() + "\n")
@@ -167,7 +173,8 @@ def write_output(path: Path, run: dict[str, Any], outcome: RunOutcome) -> None:
 def execute(run: dict[str, Any], *, db: Any, cfg: Any, sender: delivery.Sender, home: Path,
             timeout: float, cancel: Optional[threading.Event] = None) -> RunOutcome:
     """Run one claimed occurrence (``run`` = the job's columns + run_id, scheduled_at, session_id)
-    to its end: agent, output file, delivery, and the outcome recorded in the store. Never raises."""
+    to its end: agent, output file, delivery, and the outcome recorded in the store. Never
+    raises."""
     try:
         outcome = _run_agent(run, db=db, cfg=cfg, home=home, timeout=timeout, cancel=cancel)
     except Exception as exc:  # noqa: BLE001 - a broken run is recorded, the scheduler goes on

@@ -23,7 +23,8 @@ Kind = Literal["cron", "every", "once"]
 
 UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400}
 MAX_INTERVAL_SECONDS = 366 * 86400
-MISSED_ROWS = 10  # missed occurrences recorded one by one (the most recent ones); the rest are counted
+# missed occurrences recorded one by one (the most recent ones); the rest are counted
+MISSED_ROWS = 10
 CRON_SCAN_LIMIT = 1000  # occurrences walked one by one before jumping straight to the latest
 
 _UNITS = r"(m|min|mins|minutes?|h|hr|hrs|hours?|d|days?)"
@@ -31,7 +32,8 @@ _EVERY = re.compile(rf"^every\s+(\d+)\s*{_UNITS}$", re.I)
 _IN = re.compile(rf"^in\s+(\d+)\s*{_UNITS}$", re.I)
 _BARE = re.compile(rf"^(\d+)\s*{_UNITS}$", re.I)
 _ONCE_PREFIX = re.compile(r"^(once|at)\s+", re.I)
-EXAMPLES = "'every 30m', 'in 2h', a cron expression like '0 8 * * *', or an ISO time like 2026-12-01T08:00"
+EXAMPLES = ("'every 30m', 'in 2h', a cron expression like '0 8 * * *', "
+            "or an ISO time like 2026-12-01T08:00")
 
 
 class ScheduleError(ValueError):
@@ -53,7 +55,8 @@ class Schedule:
             return cls("once", text, at=_parse_iso(text[5:], timezone.utc).timestamp())
         m = _EVERY.match(text)
         if m:
-            return cls("every", text, interval=int(m.group(1)) * UNIT_SECONDS[m.group(2)[0].lower()])
+            return cls("every", text,
+                       interval=int(m.group(1)) * UNIT_SECONDS[m.group(2)[0].lower()])
         _check_cron(text)
         return cls("cron", text)
 
@@ -84,7 +87,8 @@ def _check_cron(expr: str) -> None:
         raise ScheduleError(f"can't read schedule {expr!r}{hint}: a cron expression has 5 fields "
                             f"(minute hour day-of-month month day-of-week); or use {EXAMPLES}")
     if not _cron_valid(expr):
-        raise ScheduleError(f"{expr!r} is not a valid cron expression (minute hour day-of-month month "
+        raise ScheduleError(f"{expr!r} is not a valid cron expression "
+                            "(minute hour day-of-month month "
                             "day-of-week, e.g. '0 8 * * 1-5' = weekdays at 8:00)")
 
 
@@ -130,7 +134,8 @@ def parse_schedule(text: str, now: float, tz: ZoneInfo) -> Schedule:
     m = _BARE.match(text)
     if m:
         n, unit = _unit(m.group(1), m.group(2))
-        raise ScheduleError(f"{text!r} is ambiguous: write 'every {n}{unit}' to run every {n}{unit}, "
+        raise ScheduleError(f"{text!r} is ambiguous: "
+                            f"write 'every {n}{unit}' to run every {n}{unit}, "
                             f"or 'in {n}{unit}' to run once in {n}{unit}")
     bare = _ONCE_PREFIX.sub("", text)
     if _looks_iso(bare):
@@ -218,7 +223,8 @@ def get_zone(name: Optional[str]) -> ZoneInfo:
 
 # -- occurrences -----------------------------------------------------------------------------
 
-_iterators: dict[str, Any] = {}  # expression -> croniter: parsing an expression costs more than a step
+# expression -> croniter: parsing an expression costs more than a step
+_iterators: dict[str, Any] = {}
 _iterators_lock = threading.Lock()
 
 

@@ -123,7 +123,8 @@ class Scheduler:
         self.last_error: Optional[str] = None
 
     # -- one tick ---------------------------------------------------------------------------
-    def tick(self, now: Optional[float] = None) -> list[tuple[dict[str, Any], Future[runner.RunOutcome]]]:
+    def tick(self, now: Optional[float] = None
+             ) -> list[tuple[dict[str, Any], Future[runner.RunOutcome]]]:
         """Reap, claim, and start every due run in the pool; returns (run, future) pairs."""
         return [(run, self.start(run)) for run in self.claim(now)]
 
@@ -164,7 +165,8 @@ class Scheduler:
         with self._lock:
             self._running[run["run_id"]] = fut
             if self._beating is None:
-                self._beating = threading.Thread(target=self._beat, name="cron-heartbeat", daemon=True)
+                self._beating = threading.Thread(target=self._beat, name="cron-heartbeat",
+                                                 daemon=True)
                 self._beating.start()
         fut.add_done_callback(lambda _f, rid=run["run_id"]: self._forget(rid))
         return fut

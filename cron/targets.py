@@ -15,7 +15,8 @@ from typing import Optional
 BUILTIN = ("telegram", "discord", "slack", "matrix", "email")
 _SHAPES = {
     "telegram": (re.compile(r"^(-?\d+|@[A-Za-z0-9_]{4,})(?::(\d+))?$"),
-                 "a Telegram chat id is a number (or @channel), optionally followed by :<topic id>"),
+                 "a Telegram chat id is a number (or @channel), "
+                 "optionally followed by :<topic id>"),
     "discord": (re.compile(r"^(\d{5,25})(?::(\d{5,25}))?$"),
                 "a Discord channel id is a number (a snowflake), optionally :<thread id>"),
     "slack": (re.compile(r"^([CDG][A-Z0-9]{6,}|#[a-z0-9_.\-]{1,80})(?::(\d+\.\d+))?$"),

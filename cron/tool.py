@@ -68,7 +68,8 @@ def _run(db: Any, ctx: ToolContext, job: dict[str, Any]) -> str:
     run, _future = background(db, ctx.config).run_now(job)
     return json.dumps({"started": {"run_id": run["run_id"], "job_id": job["id"],
                                    "deliver": job.get("deliver")},
-                       "note": "runs in the background; the answer is delivered like a scheduled run"})
+                       "note": "runs in the background; "
+                               "the answer is delivered like a scheduled run"})
 
 
 def register(ctx: Any) -> None:
@@ -79,9 +80,11 @@ def register(ctx: Any) -> None:
         "answer is delivered automatically.",
         {"type": "object", "properties": {
             "action": {"type": "string", "enum": list(ACTIONS)},
-            "job_id": {"type": "string", "description": "Job id or unique name (all but create/list)."},
+            "job_id": {"type": "string",
+                       "description": "Job id or unique name (all but create/list)."},
             "name": {"type": "string", "description": "Short label."},
-            "prompt": {"type": "string", "description": "Self-contained instructions for each run."},
+            "prompt": {"type": "string",
+                       "description": "Self-contained instructions for each run."},
             "schedule": {"type": "string", "description": "'every 30m|2h|1d', 'in 30m' (once), "
                                                           "'0 8 * * *' (cron), or an ISO time."},
             "deliver": {"type": "string", "description": "origin (this chat), local, telegram, "

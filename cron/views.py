@@ -16,10 +16,13 @@ def job_view(job: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": job["id"], "name": job.get("name"), "prompt": job.get("prompt"),
         "schedule": job["schedule"], "schedule_display": shown, "timezone": job.get("timezone"),
-        "deliver": job.get("deliver"), "origin": job.get("origin"), "skills": job.get("skills") or [],
-        "workdir": job.get("workdir"), "repeat": job.get("repeat"), "run_count": job.get("run_count", 0),
+        "deliver": job.get("deliver"), "origin": job.get("origin"),
+        "skills": job.get("skills") or [],
+        "workdir": job.get("workdir"), "repeat": job.get("repeat"),
+        "run_count": job.get("run_count", 0),
         "state": job.get("state"), "next_run_at": iso_utc(job.get("next_run_at")),
-        "created_at": iso_utc(job.get("created_at")), "last_run_at": iso_utc(job.get("last_run_at")),
+        "created_at": iso_utc(job.get("created_at")),
+        "last_run_at": iso_utc(job.get("last_run_at")),
         "last_status": job.get("last_status"),
     }
 

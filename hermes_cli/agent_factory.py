@@ -62,7 +62,8 @@ def resolve_session_arg(args: Any, db: Any) -> Optional[str]:
     if ref:
         sid = db.resolve_session(ref)
         if not sid:
-            raise CommandError(f"no session matches {ref!r}; `hermes sessions list` shows ids and titles")
+            raise CommandError(f"no session matches {ref!r}; "
+                               "`hermes sessions list` shows ids and titles")
         return sid
     if getattr(args, "continue_last", False):
         rows = db.list_sessions(limit=1, source="cli")

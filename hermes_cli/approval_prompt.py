@@ -51,7 +51,8 @@ def read_line(timeout: float, fd: int = 0) -> Optional[str]:
             return buf.replace(b"\r", b"\n").split(b"\n", 1)[0].decode(errors="replace")
 
 
-def ask_approval_tty(r: Renderer, command: str, reason: str, timeout: Optional[float] = None) -> str:
+def ask_approval_tty(r: Renderer, command: str, reason: str,
+                     timeout: Optional[float] = None) -> str:
     """Ask on the terminal; anything but a clear yes within the timeout is a deny."""
     timeout = approval_timeout() if timeout is None else timeout
     r.prompt_line("")

@@ -43,7 +43,8 @@ class ChatSession(SlashCommands):
         self._db = db
         self._ask = ask_approval or (lambda c, why: ask_approval_tty(self.r, c, why))
         self._approvals: "queue.Queue[_ApprovalRequest]" = queue.Queue()
-        self._notice = notice or (lambda line: self.r.info(line, "green"))  # the skill review's line
+        # the skill review's line
+        self._notice = notice or (lambda line: self.r.info(line, "green"))
         self._skills_seen: tuple[float, list[tuple[str, str]]] = (float("-inf"), [])
         self.agent = agent_factory(session_id)
         self.turns = 0
@@ -117,7 +118,8 @@ class ChatSession(SlashCommands):
                 if presses[0] != told:
                     told = presses[0]
                     self.r.warn("Interrupting… (the conversation is kept)" if told == 1
-                                else "Still stopping the current step… (Ctrl+C once more quits hermes)")
+                                else "Still stopping the current step… "
+                                     "(Ctrl+C once more quits hermes)")
                 try:
                     req = self._approvals.get(timeout=0.05)
                 except queue.Empty:
@@ -209,7 +211,8 @@ class ChatSession(SlashCommands):
         return entries
 
     def invoke_skill(self, line: str) -> bool:
-        """`/<skill> [text]`: send the message with the skill attached; False when no skill matches."""
+        """`/<skill> [text]`: send the message with the skill attached; False when no skill
+        matches."""
         from hermes_core.config import hermes_home
         from tools.skills import invoke
 
@@ -220,7 +223,8 @@ class ChatSession(SlashCommands):
         self.send(hit[1])
         return True
 
-    def show_result(self, res: Optional[dict], err: Optional[BaseException], interrupted: bool) -> None:
+    def show_result(self, res: Optional[dict], err: Optional[BaseException],
+                    interrupted: bool) -> None:
         if err is not None:
             self.r.end_turn(None)
             self.report(err)
@@ -232,7 +236,8 @@ class ChatSession(SlashCommands):
             self.r.warn("Interrupted. The conversation is kept; send your next message.")
         elif res.get("compression_deferred"):
             self.r.end_turn(None)
-            self.r.warn(str(final or res.get("error") or "Compression is running elsewhere; try again."))
+            self.r.warn(str(final or res.get("error")
+                            or "Compression is running elsewhere; try again."))
         elif res.get("failed"):
             self.r.end_turn(None)
             self.r.error(str(res.get("error") or final or "the turn failed"))
@@ -246,8 +251,10 @@ class ChatSession(SlashCommands):
 
 # ---- the terminal loop ------------------------------------------------------------------------
 def banner(agent: Any, notice: Optional[str]) -> list[str]:
-    lines = [f"Hermes · model {getattr(agent, 'model', '?')} · session {getattr(agent, 'session_id', '?')}",
-             "Type a message (Enter sends, Alt+Enter for a new line), /help for commands, Ctrl+D to quit."]
+    lines = [f"Hermes · model {getattr(agent, 'model', '?')} "
+             f"· session {getattr(agent, 'session_id', '?')}",
+             "Type a message (Enter sends, Alt+Enter for a new line), /help for commands, "
+             "Ctrl+D to quit."]
     if notice:
         lines.append(notice)
     return lines

@@ -62,7 +62,8 @@ class SlashCommands:
         else:
             self.agent = self.agent_factory(None)
             sid = getattr(self.agent, "session_id", None)
-        self.r.info(f"New session {sid or getattr(self.agent, 'session_id', '')}. The previous one is kept (`/sessions`).")
+        self.r.info(f"New session {sid or getattr(self.agent, 'session_id', '')}. "
+                    "The previous one is kept (`/sessions`).")
         return True
 
     def cmd_model(self, arg: str) -> bool:
@@ -97,7 +98,8 @@ class SlashCommands:
         before, after = res.get("before_tokens"), res.get("after_tokens")
         sizes = (f" ({before} → {after} tokens)" if before is not None and after is not None
                  and res.get("compressed") else "")
-        msg = res.get("message") or ("Compressed." if res.get("compressed") else "Nothing to compress.")
+        msg = res.get("message") or ("Compressed." if res.get("compressed")
+                                     else "Nothing to compress.")
         if res.get("deferred") or not res.get("compressed"):
             self.r.warn(f"{msg}{sizes}")
         else:
@@ -111,7 +113,8 @@ class SlashCommands:
         self.r.info(f"Tokens this session: {u.get('prompt_tokens', 0)} prompt + "
                     f"{u.get('completion_tokens', 0)} completion = {u.get('total_tokens', 0)} "
                     f"over {u.get('api_calls', 0)} model calls")
-        self.r.info(f"Context: {u.get('context_tokens', 0)} / {u.get('context_length', '?')} tokens "
+        self.r.info(f"Context: {u.get('context_tokens', 0)} / "
+                    f"{u.get('context_length', '?')} tokens "
                     f"({pct} full)")
         breakdown = getattr(self.agent, "prompt_breakdown", None)
         if callable(breakdown):
@@ -165,7 +168,8 @@ class SlashCommands:
             self.r.info("/history shows the whole conversation.", "dim")
 
     def _undo(self) -> Optional[str]:
-        """The agent's undo: the text of the message it took back (never a compaction summary), or None."""
+        """The agent's undo: the text of the message it took back (never a compaction
+        summary), or None."""
         fn = getattr(self.agent, "undo_last_turn", None)
         if not callable(fn):
             self.r.warn("Undo is not supported by this agent build.")
@@ -175,7 +179,8 @@ class SlashCommands:
     def cmd_undo(self, arg: str) -> bool:
         removed = self._undo()
         if removed is not None:
-            self.r.info(f"Removed your last message and its answer: {' '.join(removed.split())[:80]}")
+            self.r.info("Removed your last message and its answer: "
+                        f"{' '.join(removed.split())[:80]}")
         else:
             self.r.info("Nothing to undo.")
         return True
@@ -203,7 +208,8 @@ class SlashCommands:
         sid = self.agent.session_id
         if not arg:
             title = (db.get_session(sid) or {}).get("title")
-            self.r.info(f"Title: {title}" if title else "This session has no title; set one with /title NAME.")
+            self.r.info(f"Title: {title}" if title
+                        else "This session has no title; set one with /title NAME.")
             return True
         try:
             db.set_session_title(sid, arg)
@@ -272,12 +278,14 @@ class SlashCommands:
 
         rows = mcp_status_rows(get_manager())
         if not rows:
-            self.r.info("No MCP servers configured; add one with `hermes mcp add NAME --command CMD` "
+            self.r.info("No MCP servers configured; "
+                        "add one with `hermes mcp add NAME --command CMD` "
                         "(or --url URL), then restart hermes.")
             return True
         for line in status_lines(rows):
             self.r.info(line)
-        offered = {d.get("function", {}).get("name") for d in getattr(self.agent, "tools", None) or []
+        offered = {d.get("function", {}).get("name")
+                   for d in getattr(self.agent, "tools", None) or []
                    if isinstance(d, dict)}
         late = [r["name"] for r in rows if r["tool_names"] and not offered & set(r["tool_names"])]
         if late and self.turns:
@@ -309,8 +317,9 @@ class SlashCommands:
 
         cancel = threading.Event()
         self.r.spinner_start(f"running job {job['id']}")
-        res, err, _ = self.run_in_worker(lambda: run_once(self.db, self._config(), job, cancel=cancel),
-                                         on_interrupt=cancel.set)
+        res, err, _ = self.run_in_worker(
+            lambda: run_once(self.db, self._config(), job, cancel=cancel),
+            on_interrupt=cancel.set)
         self.r.spinner_stop()
         if err is not None:
             return f"The run failed: {type(err).__name__}: {err}"

@@ -109,7 +109,8 @@ def add_parser(sub: Any) -> None:
     cs = pg.add_subparsers(dest="config_action", metavar="ACTION")
     sh = cs.add_parser("show", help="config.yaml with secrets masked")
     sh.add_argument("--prompt", action="store_true",
-                    help="instead: the fixed prompt's tokens by part (system prompt + tool schemas)")
+                    help="instead: the fixed prompt's tokens by part "
+                         "(system prompt + tool schemas)")
     sh.set_defaults(func=_home_first(_show))
     g = cs.add_parser("get", help="one value by dotted key, e.g. model.default")
     g.add_argument("key", metavar="KEY")

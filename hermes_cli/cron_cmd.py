@@ -149,7 +149,8 @@ def _pause(args: argparse.Namespace, db: Any, cfg: Any) -> int:
     from cron.jobs import pause_job
 
     job = pause_job(db, args.job)
-    print(f"Paused job {job['id']} ({job.get('name')}); `hermes cron resume {job['id']}` restarts it.")
+    print(f"Paused job {job['id']} ({job.get('name')}); "
+          f"`hermes cron resume {job['id']}` restarts it.")
     return 0
 
 

@@ -52,7 +52,8 @@ def check_env_file() -> Optional[Check]:
         return None
     mode = stat.S_IMODE(p.stat().st_mode)
     if mode & 0o077:
-        return Check(FAIL, "secrets", f"{p} is readable by others (mode {mode:o}); fix: chmod 600 {p}")
+        return Check(FAIL, "secrets",
+                     f"{p} is readable by others (mode {mode:o}); fix: chmod 600 {p}")
     return Check(OK, "secrets", f"{p} is private (mode 600)")
 
 
@@ -64,7 +65,8 @@ def check_permissions() -> Check:
     loose = [item for item in loose_permissions() if item[0] != env_path()]
     if not loose:
         return Check(OK, "permissions", f"{hermes_home()} and its store and logs are private")
-    shown = ", ".join(f"{p} (mode {mode:o})" for p, mode, _ in loose[:3]) + (" …" if len(loose) > 3 else "")
+    shown = (", ".join(f"{p} (mode {mode:o})" for p, mode, _ in loose[:3])
+             + (" …" if len(loose) > 3 else ""))
     fixes = sorted({f"chmod {wanted:o} {p}" for p, _, wanted in loose})
     return Check(FAIL, "permissions", f"readable by others: {shown}; fix: {'; '.join(fixes[:4])}"
                  + (" (or run any hermes command, which tightens them)" if len(fixes) > 4 else ""))
@@ -139,8 +141,10 @@ def check_database(cfg: Any) -> Check:
     if db.backend == "postgresql":
         if problems:
             return Check(FAIL, "session store", f"PostgreSQL {where}: {'; '.join(problems[:3])}")
-        return Check(OK, "session store", f"PostgreSQL {where} reachable, schema version {version}, "
-                     f"pool {pool['size']}/{pool['max_size']} connections ({pool['in_use']} in use), "
+        return Check(OK, "session store",
+                     f"PostgreSQL {where} reachable, schema version {version}, "
+                     f"pool {pool['size']}/{pool['max_size']} connections "
+                     f"({pool['in_use']} in use), "
                      f"{n} sessions")
     if problems:
         return Check(FAIL, "session store", f"{where}: {'; '.join(problems[:3])}; fix: back it up, "
@@ -184,7 +188,8 @@ def check_skills(cfg: Any) -> Check:
     if cat.problems:
         names = "; ".join(p.line() for p in cat.problems[:5])
         more = f" (and {len(cat.problems) - 5} more)" if len(cat.problems) > 5 else ""
-        return Check(FAIL, "skills", f"{loaded}, {len(cat.problems)} skipped: {names}{more}; fix or "
+        return Check(FAIL, "skills",
+                     f"{loaded}, {len(cat.problems)} skipped: {names}{more}; fix or "
                      "remove those folders (`hermes skills list` shows them)")
     return Check(OK, "skills", loaded + (f", {len(cat.skipped)} disabled or for another OS"
                                          if cat.skipped else ""))

@@ -16,19 +16,26 @@ from hermes_cli.parsing import (OneLineParser, VersionAction, positive_int, prov
 
 
 def _add_agent_flags(p: argparse.ArgumentParser, sub: bool) -> None:
-    """Flags shared by `hermes` and `hermes chat`; the subparser copy must not reset top-level values."""
+    """Flags shared by `hermes` and `hermes chat`; the subparser copy must not reset top-level
+    values."""
     d: dict[str, Any] = {"default": argparse.SUPPRESS} if sub else {}
     dflag: dict[str, Any] = {"default": argparse.SUPPRESS} if sub else {"default": False}
-    p.add_argument("-q", "--query", metavar="MSG", help="answer one message, then exit (progress on stderr)", **d)
+    p.add_argument("-q", "--query", metavar="MSG",
+                   help="answer one message, then exit (progress on stderr)", **d)
     p.add_argument("-m", "--model", help="model name", **d)
     p.add_argument("--provider", type=provider_name, help=provider_help(), **d)
-    p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1", **d)
-    p.add_argument("--api-key", metavar="KEY", help="API key (prefer OPENAI_API_KEY or `hermes setup`)", **d)
-    p.add_argument("-t", "--toolsets", metavar="LIST", help="comma-separated toolsets to enable", **d)
-    p.add_argument("-r", "--resume", metavar="ID", help="continue a session by id, id prefix or title", **d)
+    p.add_argument("--base-url", metavar="URL",
+                   help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1", **d)
+    p.add_argument("--api-key", metavar="KEY",
+                   help="API key (prefer OPENAI_API_KEY or `hermes setup`)", **d)
+    p.add_argument("-t", "--toolsets", metavar="LIST",
+                   help="comma-separated toolsets to enable", **d)
+    p.add_argument("-r", "--resume", metavar="ID",
+                   help="continue a session by id, id prefix or title", **d)
     p.add_argument("-c", "--continue", dest="continue_last", action="store_true",
                    help="continue the most recent cli session", **dflag)
-    p.add_argument("--max-turns", type=positive_int, metavar="N", help="cap on model calls per message", **d)
+    p.add_argument("--max-turns", type=positive_int, metavar="N",
+                   help="cap on model calls per message", **d)
     p.add_argument("--yolo", action="store_true", **dflag,
                    help="run dangerous commands (and the embedded model's changes) without asking")
     p.add_argument("--debug", action="store_true", help="verbose logs and full tracebacks", **dflag)

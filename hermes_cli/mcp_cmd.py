@@ -15,28 +15,37 @@ from typing import Any, Optional
 
 from hermes_core.config import ConfigError, config_path, read_raw_config
 
-STATUS_MARK = {"connected": "✓", "failed": "✗", "invalid": "✗", "disabled": "-", "connecting": "…",
+STATUS_MARK = {"connected": "✓", "failed": "✗", "invalid": "✗", "disabled": "-",
+               "connecting": "…",
                "reconnecting": "…", "stopped": "-"}
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("mcp", help="add, list, test or remove MCP servers (their tools become agent tools)")
+    p = sub.add_parser("mcp", help="add, list, test or remove MCP servers "
+                                   "(their tools become agent tools)")
     acts = p.add_subparsers(dest="mcp_action", metavar="ACTION")
     a = acts.add_parser("add", help="add a server to config.yaml",
-                        description="Add an MCP server: a program over stdio (--command) or an HTTP URL.",
+                        description="Add an MCP server: a program over stdio (--command) "
+                                    "or an HTTP URL.",
                         epilog="Example: hermes mcp add time --command uvx --args mcp-server-time")
     a.add_argument("name", metavar="NAME")
     how = a.add_mutually_exclusive_group(required=True)
-    how.add_argument("--command", dest="server_command", metavar="CMD", help="program that speaks MCP on stdin/stdout")
-    how.add_argument("--url", metavar="URL", help="streamable HTTP endpoint (or SSE with --transport sse)")
-    a.add_argument("--env", action="append", default=[], metavar="K=V", help="variable for the program (repeat)")
-    a.add_argument("--header", action="append", default=[], metavar="K=V", help="HTTP header (repeat)")
+    how.add_argument("--command", dest="server_command", metavar="CMD",
+                     help="program that speaks MCP on stdin/stdout")
+    how.add_argument("--url", metavar="URL",
+                     help="streamable HTTP endpoint (or SSE with --transport sse)")
+    a.add_argument("--env", action="append", default=[], metavar="K=V",
+                   help="variable for the program (repeat)")
+    a.add_argument("--header", action="append", default=[], metavar="K=V",
+                   help="HTTP header (repeat)")
     a.add_argument("--transport", choices=["http", "sse"], help="for --url: http (default) or sse")
     a.add_argument("--timeout", type=float, metavar="S", help="seconds per tool call (default 120)")
-    a.add_argument("--connect-timeout", type=float, metavar="S", help="seconds to connect (default 30)")
+    a.add_argument("--connect-timeout", type=float, metavar="S",
+                   help="seconds to connect (default 30)")
     a.add_argument("--disabled", action="store_true", help="add it switched off")
     a.add_argument("--force", action="store_true", help="replace a server of the same name")
-    a.add_argument("--args", dest="server_args", nargs=argparse.REMAINDER, default=[], metavar="ARG",
+    a.add_argument("--args", dest="server_args", nargs=argparse.REMAINDER, default=[],
+                   metavar="ARG",
                    help="arguments for the program; everything after --args (so put it last)")
     ls = acts.add_parser("list", help="each server's status and tool count (connects to find out)")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
@@ -45,7 +54,8 @@ def add_parser(sub: Any) -> None:
     t.add_argument("name", metavar="NAME")
     r = acts.add_parser("remove", help="remove a server from config.yaml")
     r.add_argument("name", metavar="NAME")
-    sv = acts.add_parser("serve", help="be an MCP server on stdio (for Claude Desktop, Cursor, ...)")
+    sv = acts.add_parser("serve",
+                         help="be an MCP server on stdio (for Claude Desktop, Cursor, ...)")
     a.set_defaults(func=cmd_add)
     ls.set_defaults(func=lambda args: cmd_list(json_out=args.json, connect=not args.no_connect))
     t.set_defaults(func=lambda args: cmd_test(args.name))
@@ -72,7 +82,8 @@ def _servers_section(raw: dict) -> dict:
     if section is None:
         return {}
     if not isinstance(section, dict):
-        raise ConfigError(f"{config_path()}: `mcp_servers` must be a mapping of name -> settings; fix it by hand")
+        raise ConfigError(f"{config_path()}: `mcp_servers` must be a mapping of name -> "
+                          "settings; fix it by hand")
     return section
 
 
@@ -139,7 +150,8 @@ def cmd_add(args: Any) -> int:
     kind = (f"stdio: {' '.join([args.server_command, *args.server_args])}" if args.server_command
             else f"{args.transport or 'http'}: {display_url(args.url)}")
     print(f"Added MCP server {name} ({kind}) to {path}.")
-    print(f"Check it with `hermes mcp test {name}`; its tools reach the agent as mcp__{name}__<tool>.")
+    print(f"Check it with `hermes mcp test {name}`; "
+          f"its tools reach the agent as mcp__{name}__<tool>.")
     return 0
 
 
@@ -185,7 +197,8 @@ def _connect(servers: list, force: bool = False) -> Any:
 
     if force:
         servers = [replace(s, enabled=True) for s in servers]
-    manager = MCPManager(servers, log_dir=hermes_home() / "logs", report=warn, register_tools=False).start()
+    manager = MCPManager(servers, log_dir=hermes_home() / "logs", report=warn,
+                         register_tools=False).start()
     manager.wait_settled()
     return manager
 
@@ -215,13 +228,15 @@ def cmd_list(json_out: bool = False, connect: bool = True) -> int:
         rows = [_row(st, connected=connect) for st in manager.statuses()]
     finally:
         manager.shutdown()
-    rows += [{"name": n, "transport": None, "target": None, "status": "invalid", "error": e, "tools": 0,
+    rows += [{"name": n, "transport": None, "target": None, "status": "invalid", "error": e,
+              "tools": 0,
               "tool_names": []} for n, e in invalid.items()]
     if json_out:
         print(json.dumps(rows, indent=2))
         return 0
     if not rows:
-        print("No MCP servers configured. Add one: hermes mcp add NAME --command CMD [--args ...] | --url URL")
+        print("No MCP servers configured. "
+              "Add one: hermes mcp add NAME --command CMD [--args ...] | --url URL")
         return 0
     for line in status_lines(rows):
         print(line)
@@ -240,7 +255,8 @@ def status_lines(rows: list[dict]) -> list[str]:
     out = []
     for r in rows:
         mark = STATUS_MARK.get(r["status"], " ")
-        tools = f"{r['tools']} tool{'s' if r['tools'] != 1 else ''}" if r["status"] == "connected" else ""
+        tools = (f"{r['tools']} tool{'s' if r['tools'] != 1 else ''}"
+                 if r["status"] == "connected" else "")
         head = f"{mark} {r['name'].ljust(width)}  {r['status']:<12} {tools:<9}"
         where = f"  {r['transport']}: {r['target']}" if r.get("target") else ""
         out.append((head + where).rstrip())
@@ -255,7 +271,8 @@ def cmd_test(name: str) -> int:
     section = _servers_section(read_raw_config())
     if name not in section:
         known = ", ".join(sorted(map(str, section))) or "none"
-        raise ValueError(f"no MCP server named {name!r} (configured: {known}); add it with `hermes mcp add`")
+        raise ValueError(f"no MCP server named {name!r} (configured: {known}); "
+                         "add it with `hermes mcp add`")
     try:
         server = parse_server(name, section[name], os.environ)
     except MCPConfigError as exc:

@@ -21,10 +21,12 @@ from hermes_core.injection import scan
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("memory", help="show, edit or clear what the agent remembers (MEMORY.md, USER.md)")
+    p = sub.add_parser("memory",
+                       help="show, edit or clear what the agent remembers (MEMORY.md, USER.md)")
     ms = p.add_subparsers(dest="memory_action", metavar="ACTION")
     for name, text in (("show", "print the entries with their ids and usage"),
-                       ("edit", "open the file in $EDITOR (entries separated by a line holding only §)"),
+                       ("edit", "open the file in $EDITOR "
+                                "(entries separated by a line holding only §)"),
                        ("clear", "empty the store(s); asks first unless --yes")):
         a = ms.add_parser(name, help=text)
         a.add_argument("target", nargs="?", choices=("user", "memory"),
@@ -52,7 +54,8 @@ def cmd_show(target: Optional[str], as_json: bool, out=sys.stdout) -> int:
         except store.MemoryStoreError as exc:
             failed.append(f"{exc}; fix it with `hermes memory edit {t}`")
             continue
-        data[t] = {"file": str(store.file_path(home, t)), "used": fmt.usage(entries), "limit": budgets[t],
+        data[t] = {"file": str(store.file_path(home, t)), "used": fmt.usage(entries),
+                   "limit": budgets[t],
                    "entries": [{"id": fmt.entry_id(e), "text": e} for e in entries]}
     for line in failed:
         sys.stderr.write(f"hermes: error: {line}\n")
@@ -60,7 +63,8 @@ def cmd_show(target: Optional[str], as_json: bool, out=sys.stdout) -> int:
         out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
         return 1 if failed else 0
     for n, (t, d) in enumerate(data.items()):
-        out.write(("\n" if n else "") + f"{t} — {d['file']} ({d['used']:,}/{d['limit']:,} chars)\n")
+        out.write(("\n" if n else "")
+                  + f"{t} — {d['file']} ({d['used']:,}/{d['limit']:,} chars)\n")
         if not d["entries"]:
             out.write("  (empty)\n")
         for e in d["entries"]:
@@ -97,7 +101,8 @@ def cmd_edit(target: Optional[str], out=sys.stdout) -> int:
     try:
         text = tmp.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
-        raise CommandError(f"the edited text is not UTF-8; {path.name} is unchanged, your edit is in "
+        raise CommandError(f"the edited text is not UTF-8; {path.name} is unchanged, "
+                           "your edit is in "
                            f"{tmp}") from None
     trouble = fmt.problem(text)
     if trouble:
@@ -106,7 +111,8 @@ def cmd_edit(target: Optional[str], out=sys.stdout) -> int:
     with store.locked(home):
         now = path.read_bytes() if path.exists() else b""
         if now != before:
-            raise CommandError(f"{path.name} changed while you were editing (the agent wrote to it); "
+            raise CommandError(f"{path.name} changed while you were editing "
+                               "(the agent wrote to it); "
                                f"it is unchanged, your edit is in {tmp}")
         store.write(home, t, entries)
     tmp.unlink(missing_ok=True)

@@ -19,7 +19,8 @@ class TurnFailed(Exception):
 
 
 def _deny_without_terminal(command: str, reason: str) -> str:
-    sys.stderr.write(f"hermes: denied `{command}` ({reason}): no terminal to ask; rerun with --yolo to allow\n")
+    sys.stderr.write(f"hermes: denied `{command}` ({reason}): no terminal to ask; "
+                     "rerun with --yolo to allow\n")
     return "deny"
 
 
@@ -34,7 +35,8 @@ def _plain_tool_line(event: dict) -> None:
 class QuietNotes:
     """-z is for scripts: on failure stderr is exactly one line (the error). What needs attention
     (warnings, compactions, denied commands, the local-model notice) is held and written after the
-    answer; retries are dropped (a failure after retries says so itself); info chatter never shows."""
+    answer; retries are dropped (a failure after retries says so itself); info chatter never
+    shows."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
@@ -44,7 +46,8 @@ class QuietNotes:
             self.lines.append(f"⚠ {message}")
 
     def deny(self, command: str, reason: str) -> str:
-        self.lines.append(f"hermes: denied `{command}` ({reason}): no terminal to ask; rerun with --yolo "
+        self.lines.append(f"hermes: denied `{command}` ({reason}): no terminal to ask; "
+                          "rerun with --yolo "
                           "to allow")
         return "deny"
 
@@ -77,7 +80,8 @@ def outcome(res: Optional[dict]) -> tuple[int, Optional[str]]:
     if res.get("interrupted"):
         return 130, "interrupted"
     if res.get("compression_deferred"):
-        return 75, str(res.get("final_response") or res.get("error") or "compression is running elsewhere; retry")
+        return 75, str(res.get("final_response") or res.get("error")
+                       or "compression is running elsewhere; retry")
     if res.get("failed"):
         return 1, str(res.get("error") or res.get("final_response") or "the turn failed")
     if res.get("final_response") is None:

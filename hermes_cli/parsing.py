@@ -50,13 +50,16 @@ def provider_help() -> str:
 
 
 class VersionAction(argparse.Action):
-    """``--version``: looks the version up only when asked (the metadata scan costs start-up time)."""
+    """``--version``: looks the version up only when asked (the metadata scan costs start-up
+    time)."""
 
-    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 **kwargs: object) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
                          help="print the version and exit")
 
-    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> NoReturn:
+    def __call__(self, parser: argparse.ArgumentParser, *args: object,
+                 **kwargs: object) -> NoReturn:
         sys.stdout.write(f"{parser.prog} {version()}\n")
         sys.exit(0)
 

@@ -31,7 +31,8 @@ def _status(info: Any) -> str:
     if info.loaded:
         return "loaded"
     if not info.enabled:
-        return "disabled" if info.source == "builtin" else f"off (`hermes plugins enable {info.name}`)"
+        return ("disabled" if info.source == "builtin"
+                else f"off (`hermes plugins enable {info.name}`)")
     return "enabled"
 
 

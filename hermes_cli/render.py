@@ -2,7 +2,8 @@
 
 The agent calls back from its own thread while the main thread waits, so every write goes through
 one lock. On a terminal the reply is rendered as markdown while it streams (rich Live); elsewhere it
-is printed as plain text as it arrives. A reply that did not stream is rendered once at the end. rich is imported on first use only: `hermes -z`
+is printed as plain text as it arrives. A reply that did not stream is rendered once at the end.
+rich is imported on first use only: `hermes -z`
 never pays for it.
 """
 from __future__ import annotations
@@ -23,7 +24,8 @@ def _short(value: Any, limit: int = 60) -> str:
 def args_preview(args: Any) -> str:
     """The most telling argument of a tool call in one short string (command, path, query...)."""
     if isinstance(args, dict):
-        for key in ("command", "cmd", "path", "file_path", "query", "url", "pattern", "name", "action"):
+        for key in ("command", "cmd", "path", "file_path", "query", "url", "pattern", "name",
+                    "action"):
             if key in args and args[key] not in (None, ""):
                 return _short(args[key])
         if args:
@@ -152,7 +154,8 @@ class Renderer:
             self._mid_line = not delta.endswith("\n")
 
     def _live_update(self, delta: str) -> None:
-        """A terminal sees the reply as markdown while it streams (rich Live re-renders the text)."""
+        """A terminal sees the reply as markdown while it streams (rich Live re-renders the
+        text)."""
         from rich.markdown import Markdown
 
         self._live_text += delta
@@ -160,7 +163,8 @@ class Renderer:
         if self._live is None:
             from rich.live import Live
 
-            self._live = Live(Markdown(self._live_text), console=self.console(self.out), refresh_per_second=8,
+            self._live = Live(Markdown(self._live_text), console=self.console(self.out),
+                              refresh_per_second=8,
                               vertical_overflow="visible")
             self._live.start()
             self._live_parsed_at = now
@@ -173,7 +177,8 @@ class Renderer:
         if self._live is not None:
             from rich.markdown import Markdown
 
-            self._live.update(Markdown(self._live_text))  # the last deltas, whatever the throttle skipped
+            # the last deltas, whatever the throttle skipped
+            self._live.update(Markdown(self._live_text))
             self._live.stop()
             self._live = None
             self._live_text = ""
@@ -204,7 +209,8 @@ class Renderer:
             if self.err is self.out:
                 self._end_line()
             icon, style = {"warning": ("⚠", "yellow"), "compression": ("⚠", "yellow"),
-                           "retry": ("↻", "yellow"), "info": ("•", "dim")}.get(kind, ("⚠", "yellow"))
+                           "retry": ("↻", "yellow"),
+                           "info": ("•", "dim")}.get(kind, ("⚠", "yellow"))
             self.emit(self.err, f"{icon} {message}", style=style)
             if spinning:
                 self.spinner_start(self._spin_label)

@@ -26,7 +26,8 @@ def fmt_time(ts: Optional[float]) -> str:
 def resolve(db: Any, ref: str) -> str:
     sid = db.resolve_session(ref)
     if not sid:
-        raise CommandError(f"no session matches {ref!r}; `hermes sessions list` shows ids and titles")
+        raise CommandError(f"no session matches {ref!r}; "
+                           "`hermes sessions list` shows ids and titles")
     return sid
 
 
@@ -52,7 +53,8 @@ LIST_FIELDS = ("id", "title", "source", "model", "parent_session_id", "started_a
 
 def session_list_json(rows: list[dict]) -> str:
     """`sessions list --json`: a JSON array of session objects, newest first."""
-    return json.dumps([{k: r.get(k) for k in LIST_FIELDS} for r in rows], indent=1, ensure_ascii=False)
+    return json.dumps([{k: r.get(k) for k in LIST_FIELDS} for r in rows], indent=1,
+                      ensure_ascii=False)
 
 
 def session_list_lines(rows: list[dict]) -> list[str]:
@@ -70,7 +72,8 @@ def children_lines(rows: list[dict]) -> list[str]:
     """The subagents a session delegated to, in task order (`sessions show ID --children`)."""
     if not rows:
         return ["No subagents: this session never delegated a task."]
-    lines = [f"{'#':>2}  {'STATUS':<11} {'TIME':>7} {'CALLS':>5} {'TOKENS':>7}  {'SESSION':<22}  GOAL"]
+    lines = [f"{'#':>2}  {'STATUS':<11} {'TIME':>7} {'CALLS':>5} {'TOKENS':>7}  "
+             f"{'SESSION':<22}  GOAL"]
     for r in rows:
         dur = r.get("duration")
         tokens = (r.get("prompt_tokens") or 0) + (r.get("completion_tokens") or 0)
@@ -141,13 +144,15 @@ def export_format(fmt: Optional[str], output: Optional[str]) -> str:
     return _BY_SUFFIX.get(suffix, "markdown")
 
 
-PRUNE_KEEPS_ACTIVE_SECONDS = 3600  # prune never takes a session used in the last hour (--force does)
+# prune never takes a session used in the last hour (--force does)
+PRUNE_KEEPS_ACTIVE_SECONDS = 3600
 
 
 def removal_lines(rows: list[dict]) -> list[str]:
     """What a delete or prune will remove, one session a line."""
     return [f"  {r['id']:<22} last active {fmt_time(r.get('updated_at') or r.get('started_at'))}  "
-            f"{(r.get('source') or '-'):<8} {r.get('message_count', 0):>4} msgs  {r.get('title') or ''}".rstrip()
+            f"{(r.get('source') or '-'):<8} {r.get('message_count', 0):>4} msgs  "
+            f"{r.get('title') or ''}".rstrip()
             for r in rows]
 
 
@@ -258,7 +263,8 @@ def _prune(db: Any, args: Any, out: TextIO) -> int:
     idle = f"idle for more than {args.older_than:g} days"
     rows = db.prune_candidates(args.older_than, keep_active_within=keep)
     if not rows:
-        kept = "" if args.force else " (sessions active in the last hour are kept; --force includes them)"
+        kept = ("" if args.force
+                else " (sessions active in the last hour are kept; --force includes them)")
         out.write(f"Nothing to prune: no session {idle}{kept}.\n")
         return 0
     plural = "s" if len(rows) != 1 else ""
@@ -276,7 +282,8 @@ def _prune(db: Any, args: Any, out: TextIO) -> int:
 
 def add_parser(sub: Any) -> None:
     """`hermes sessions ...` subcommands."""
-    p = sub.add_parser("sessions", help="list, show, search, export, rename, delete or prune sessions")
+    p = sub.add_parser("sessions",
+                       help="list, show, search, export, rename, delete or prune sessions")
     ss = p.add_subparsers(dest="sessions_action", metavar="ACTION")
     pl = ss.add_parser("list", help="recent sessions, newest first")
     pl.add_argument("--limit", type=positive_int, default=30, metavar="N")

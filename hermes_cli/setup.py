@@ -88,7 +88,8 @@ def apply(provider: str, base_url: Optional[str], model: Optional[str], api_key:
     """Write the choice; validated (and the endpoint asked) before anything touches the disk."""
     info = catalog.PROVIDERS[provider]
     if info.needs_base_url and not base_url:
-        raise ConfigError("an OpenAI-compatible provider needs --base-url (e.g. http://localhost:8000/v1)")
+        raise ConfigError("an OpenAI-compatible provider needs --base-url "
+                          "(e.g. http://localhost:8000/v1)")
     raw = read_raw_config()
     section = dict(raw.get("model") if isinstance(raw.get("model"), dict) else {})
     section["provider"] = provider
@@ -158,7 +159,8 @@ def _ask_model(found: models.Probe, current: Optional[str], reader: Callable[[st
                 default, reader) or None
 
 
-def wizard(reader: Callable[[str], str] = input, secret_reader: Optional[Callable[[str], str]] = None,
+def wizard(reader: Callable[[str], str] = input,
+           secret_reader: Optional[Callable[[str], str]] = None,
            out=sys.stdout) -> int:
     """Ask three or four questions; Enter keeps the suggested answer."""
     if secret_reader is None:
@@ -171,14 +173,16 @@ def wizard(reader: Callable[[str], str] = input, secret_reader: Optional[Callabl
               "  1) the embedded local model (offline, small, no key)\n"
               "  2) an OpenAI-compatible endpoint (vLLM, llama.cpp server, Ollama, OpenAI, ...)\n"
               "  3) OpenRouter\n")
-    default_choice = {"custom": "2", "openai": "2", "openrouter": "3"}.get(current.get("provider") or "", "1")
+    default_choice = {"custom": "2", "openai": "2", "openrouter": "3"}.get(
+        current.get("provider") or "", "1")
     while True:
         choice = _ask("Choose 1, 2 or 3", default_choice, reader)
         if choice in ("1", "2", "3"):
             break
         out.write("Please type 1, 2 or 3.\n")
     if choice == "1":
-        path = _ask("GGUF file (Enter for the bundled SmolLM2-135M-Instruct)", current.get("path"), reader)
+        path = _ask("GGUF file (Enter for the bundled SmolLM2-135M-Instruct)",
+                    current.get("path"), reader)
         return apply("local", None, None, None, model_path=path or None, out=out)
     provider = "custom" if choice == "2" else "openrouter"
     url = (_ask_url(current.get("base_url"), reader, out) if choice == "2"

@@ -53,7 +53,8 @@ def _list(home: Any, cfg: Any, args: Any, out: TextIO) -> int:
         if skill.category != current or current is None:
             current = skill.category
             out.write(f"{current or '(no category)'}:\n")
-        out.write(f"  {skill.name.ljust(width)}  {fmt.one_line(skill.description, 90)}{_flags(skill, why)}\n")
+        out.write(f"  {skill.name.ljust(width)}  {fmt.one_line(skill.description, 90)}"
+                  f"{_flags(skill, why)}\n")
     for p in cat.problems:
         sys.stderr.write(f"skipped: {p.line()}\n")
     return 0
@@ -87,7 +88,8 @@ def _history(home: Any, cfg: Any, args: Any, out: TextIO) -> int:
             raise CommandError(f"no skill named {args.name!r} and no saved versions of one")
         out.write(f"{args.name} has no saved versions yet (one is kept before every change).\n")
         return 0
-    out.write(f"Versions of {args.name} (each is the state before the change named; newest last):\n")
+    out.write(f"Versions of {args.name} "
+              "(each is the state before the change named; newest last):\n")
     for v in versions:
         state = "(did not exist)" if v.absent else v.folder
         out.write(f"  {v.number:>3}  {_when(v.time)}  before {v.action} by {v.by}  {state}\n")
@@ -145,7 +147,8 @@ def _in_home(action: Callable[[Any, Any, Any, TextIO], int]) -> Callable[..., in
 
 def add_parser(sub: Any) -> None:
     """`hermes skills ...` subcommands."""
-    p = sub.add_parser("skills", help="list, show, install, remove skills; history and revert of changes")
+    p = sub.add_parser("skills",
+                       help="list, show, install, remove skills; history and revert of changes")
     ss = p.add_subparsers(dest="skills_action", metavar="ACTION")
     pl = ss.add_parser("list", help="the skills by category (broken ones on stderr)")
     pl.add_argument("--json", action="store_true", help="machine-readable output")
@@ -154,7 +157,8 @@ def add_parser(sub: Any) -> None:
     ps = ss.add_parser("show", help="print a skill's SKILL.md and list its files")
     ps.add_argument("name", metavar="NAME")
     ps.set_defaults(func=_in_home(_show))
-    pi = ss.add_parser("install", help="copy a skill folder (with its SKILL.md) into HERMES_HOME/skills")
+    pi = ss.add_parser("install",
+                       help="copy a skill folder (with its SKILL.md) into HERMES_HOME/skills")
     pi.add_argument("path", metavar="PATH")
     pi.add_argument("--category", help="the category folder to put it in")
     pi.add_argument("--force", action="store_true", help="replace an installed skill of that name")

@@ -21,9 +21,11 @@ class SlashCommand:
 
 COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("help", "list the commands"),
-    SlashCommand("new", "start a fresh session (the old one stays in the store)", aliases=("reset",)),
+    SlashCommand("new", "start a fresh session (the old one stays in the store)",
+                 aliases=("reset",)),
     SlashCommand("model", "show or switch the model", "[name]"),
-    SlashCommand("compress", "compress the conversation now, optionally focused on a topic", "[focus]"),
+    SlashCommand("compress", "compress the conversation now, optionally focused on a topic",
+                 "[focus]"),
     SlashCommand("usage", "tokens this session, context fill, compactions"),
     SlashCommand("history", "show the conversation so far"),
     SlashCommand("undo", "drop your last message and everything after it"),

@@ -1,4 +1,5 @@
-"""`hermes store migrate --to postgresql://…` and `hermes store status`: the session store (SPEC §16).
+"""`hermes store migrate --to postgresql://…` and `hermes store status`: the session store
+(SPEC §16).
 
 `migrate` copies the SQLite store (every table, row ids kept, the search column built as rows
 arrive) into PostgreSQL in one transaction and compares the row counts table by table. A target

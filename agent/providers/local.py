@@ -43,7 +43,8 @@ class LocalModelUnavailable(Exception):
 
 
 class LocalContextOverflow(Exception):
-    """The prompt does not fit the window. Worded and coded like a remote 400 context-length error."""
+    """The prompt does not fit the window. Worded and coded like a remote 400
+    context-length error."""
 
     status_code = 400
 
@@ -172,7 +173,8 @@ class _Completions:
 
 
 class LocalClient:
-    """Quacks like the part of ``openai.OpenAI`` the agent loop uses: ``chat.completions.create``."""
+    """Quacks like the part of ``openai.OpenAI`` the agent loop uses:
+    ``chat.completions.create``."""
 
     def __init__(self, model_path: Optional[str] = None, n_ctx: Optional[int] = None,
                  n_threads: Optional[int] = None, verbose: bool = False,
@@ -254,7 +256,8 @@ class LocalClient:
             "plain_messages": lm.prepare_messages(messages, native_tool_calls=False),
             "tools": [lm.plain(t) for t in tools or []] if choice else [], "choice": choice,
             "gen": gen, "budget": int(max_tokens or max_completion_tokens or lm.DEFAULT_MAX_TOKENS),
-            "stream": bool(stream), "include_usage": bool((stream_options or {}).get("include_usage")),
+            "stream": bool(stream),
+            "include_usage": bool((stream_options or {}).get("include_usage")),
             "model": model or self.model_name}
         self._proc.acquire()
         handed_off = False  # a live stream keeps the child until it is exhausted or closed

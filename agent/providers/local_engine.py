@@ -1,4 +1,5 @@
-"""The embedded model itself: a GGUF run by llama-cpp-python. Runs only in the model's child process.
+"""The embedded model itself: a GGUF run by llama-cpp-python. Runs only in the model's child
+process.
 
 Why it lives in a child (``local_worker``): llama.cpp is native code; an instruction the CPU lacks
 (SIGILL), a segfault or the OOM killer would otherwise take the REPL or the whole gateway with it.
@@ -9,7 +10,8 @@ Design notes (why, not what):
 - A prompt that does not fit raises ``Overflow``; the parent rewords it like a remote 400
   ("maximum context length is N tokens") so the context-overflow path handles it.
 - Without tools the model's own chat template formats the prompt (rendered here so the prompt token
-  count in ``usage`` is exact, also when streaming). With tools llama-cpp-python's grammar-constrained
+  count in ``usage`` is exact, also when streaming). With tools llama-cpp-python's
+  grammar-constrained
   ``chatml-function-calling`` handler runs; its "auto" mode ignores ``max_tokens`` and may chain
   calls, so it runs against a proxy that caps the total generated tokens.
 - A tiny model produces junk tool calls; they are returned as produced (the loop answers malformed
@@ -32,7 +34,8 @@ from agent.providers.tool_echo import EchoFilter, strip_echoes
 
 log = logging.getLogger(__name__)
 
-_CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+_CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+           "{% endfor %}"
            "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 _OVERFLOW_RE = re.compile(r"Requested tokens \((\d+)\) exceed context window", re.I)
 
@@ -101,13 +104,15 @@ class Engine:
         import llama_cpp
 
         return {"context_length": self.context_length, "n_ctx_train": self.n_ctx_train,
-                "load_seconds": self.load_seconds, "model_name": self.model_name, "pid": os.getpid(),
+                "load_seconds": self.load_seconds, "model_name": self.model_name,
+                "pid": os.getpid(),
                 "system_info": cpu_features(llama_cpp)}
 
     # -- requests
 
     def run(self, req: Request, cancelled: Callable[[], bool]) -> Iterator[dict]:
-        """Wire messages for one request: ``{"chunk": ...}``s then nothing, or one ``{"result": ...}``."""
+        """Wire messages for one request: ``{"chunk": ...}``s then nothing, or one
+        ``{"result": ...}``."""
         stop = _Cancelled(cancelled)
         if req.choice is not None:
             resp = self._tool_completion(req, stop)
@@ -192,7 +197,8 @@ class Engine:
         from llama_cpp.llama_chat_format import chatml_function_calling
 
         msgs = list(req.messages)
-        if not any(x["role"] == "system" for x in msgs):  # the handler lists tools in the system turn
+        # the handler lists tools in the system turn
+        if not any(x["role"] == "system" for x in msgs):
             msgs.insert(0, {"role": "system", "content": "You are a helpful assistant."})
         proxy = _BudgetedLlama(self.llm, req.budget, stop)
         try:
@@ -224,7 +230,8 @@ class Engine:
                              lm.usage(len(tokens), int(u.get("completion_tokens") or 0)))
 
     def generate_one(self) -> dict:
-        """One token from a one-line prompt: proof that this CPU runs this build (``hermes doctor``)."""
+        """One token from a one-line prompt: proof that this CPU runs this build
+        (``hermes doctor``)."""
         t0 = time.monotonic()
         out = self.llm.create_completion(prompt="Hello", max_tokens=1, temperature=0.0)
         return {"tokens": int((out.get("usage") or {}).get("completion_tokens") or 0),
@@ -232,7 +239,8 @@ class Engine:
 
 
 def cpu_features(llama_cpp: Any) -> str:
-    """The CPU features the loaded llama.cpp build uses, e.g. "AVX2 FMA F16C" (enabled ones only)."""
+    """The CPU features the loaded llama.cpp build uses, e.g. "AVX2 FMA F16C" (enabled ones
+    only)."""
     try:
         text = llama_cpp.llama_print_system_info().decode("utf-8", "replace")
     except Exception:
@@ -259,7 +267,8 @@ class _Cancelled:
 class _BudgetedLlama:
     """What the function-calling handler sees as ``llama``: caps the tokens of all its completions.
 
-    The handler's "auto" mode passes ``max_tokens=None`` and may keep chaining calls; once the budget
+    The handler's "auto" mode passes ``max_tokens=None`` and may keep chaining calls; once the
+    budget
     is spent, further completions come back empty ("{}" for arguments), which ends its loop.
     Also records the first prompt's size, which is the request's real prompt size, and adds the
     cancel criterion the handler knows nothing about.

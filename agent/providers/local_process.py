@@ -93,7 +93,8 @@ class ModelProcess:
     # -- life cycle
 
     def ensure_started(self) -> dict:
-        """The child's ready info; starts (or restarts) it when none is running. Call with the lock."""
+        """The child's ready info; starts (or restarts) it when none is running. Call with the
+        lock."""
         if self.alive():
             return self.info
         self._reap()

@@ -38,7 +38,8 @@ class Pipe:
             raise PeerGone(str(exc)) from exc
 
     def recv(self, timeout: Optional[float] = None) -> dict:
-        """The next message; ``Silent`` after ``timeout`` seconds without one, ``PeerGone`` at EOF."""
+        """The next message; ``Silent`` after ``timeout`` seconds without one, ``PeerGone`` at
+        EOF."""
         while True:
             nl = self._buf.find(b"\n")
             if nl >= 0:

@@ -1,4 +1,5 @@
-"""The embedded model's child process: ``python -m agent.providers.local_worker --fd N --model PATH``.
+"""The embedded model's child process:
+``python -m agent.providers.local_worker --fd N --model PATH``.
 
 It loads the model once, says ``ready`` with what it knows (window, CPU features), then answers
 requests one at a time over the socket it was handed. A reader thread takes the parent's messages,

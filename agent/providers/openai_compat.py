@@ -83,12 +83,15 @@ def parse_completion(resp: Any) -> ModelReply:
     if content is not None and not isinstance(content, str):
         content = content_text(content)  # some servers answer with a list of parts
     raw_calls = _get(msg, "tool_calls") or []
-    calls = [_tool_call_dict(tc, i) for i, tc in enumerate(raw_calls)] if isinstance(raw_calls, (list, tuple)) else []
+    calls = ([_tool_call_dict(tc, i) for i, tc in enumerate(raw_calls)]
+             if isinstance(raw_calls, (list, tuple)) else [])
     reasoning = _get(msg, "reasoning_content") or _get(msg, "reasoning")
     p, c = _usage(resp)
     model = _get(resp, "model")
-    return ModelReply(content=content, tool_calls=calls, finish_reason=_get(choice, "finish_reason"),
-                      prompt_tokens=p, completion_tokens=c, model=model if isinstance(model, str) else None,
+    return ModelReply(content=content, tool_calls=calls,
+                      finish_reason=_get(choice, "finish_reason"),
+                      prompt_tokens=p, completion_tokens=c,
+                      model=model if isinstance(model, str) else None,
                       reasoning=reasoning if isinstance(reasoning, str) else None,
                       cached_tokens=_cached(resp))
 
@@ -145,7 +148,8 @@ def consume_stream(stream: Any, on_delta: Optional[Callable[[str], None]],
     if finish is None and not parts and not calls:
         raise ConnectionError("stream ended before any reply arrived")
     tool_calls = [
-        {"id": s["id"] or f"call_{i}", "type": "function", "function": {"name": s["name"], "arguments": s["arguments"]}}
+        {"id": s["id"] or f"call_{i}", "type": "function",
+         "function": {"name": s["name"], "arguments": s["arguments"]}}
         for i, s in sorted(calls.items())
     ]
     return ModelReply(content="".join(parts) if parts else None, tool_calls=tool_calls,
@@ -257,5 +261,6 @@ def make_openai_client(openai_cls: Any, base_url: Optional[str], api_key: Option
     the loop retries with its own backoff and error classes."""
     import openai
 
-    return openai_cls(base_url=base_url, api_key=api_key or "no-key", max_retries=0, timeout=timeout,
+    return openai_cls(base_url=base_url, api_key=api_key or "no-key", max_retries=0,
+                      timeout=timeout,
                       http_client=openai.DefaultHttpxClient(verify=shared_ssl_context()))

@@ -103,7 +103,8 @@ class AnthropicClient:
         if stream:
             return self._sdk.post("/v1/messages", content=json.dumps(body).encode(),
                                   options=options, cast_to=anthropic.types.Message, stream=True,
-                                  stream_cls=anthropic.Stream[anthropic.types.RawMessageStreamEvent])
+                                  stream_cls=anthropic.Stream[
+                                      anthropic.types.RawMessageStreamEvent])
         return self._sdk.post("/v1/messages", content=json.dumps(body).encode(), options=options,
                               cast_to=self._response_type)
 
