@@ -1,8 +1,10 @@
-"""Who may talk to the agent through a chat platform: deny by default, allowlists, one-time pairing codes.
+"""Who may talk to the agent through a chat platform: deny by default, allowlists, one-time pairing
+codes.
 
-Decisions are pure functions of (environment, stored approvals, clock) so they are testable without a
-platform. Pairing state lives in the session store (``SessionDB.pairing_*``), shared by every gateway
-worker and the ``hermes pairing`` command; every change is one read-modify-write transaction.
+Decisions are pure functions of (environment, stored approvals, clock) so they are testable without
+a platform. Pairing state lives in the session store (``SessionDB.pairing_*``), shared by every
+gateway worker and the ``hermes pairing`` command; every change is one read-modify-write
+transaction.
 """
 from __future__ import annotations
 
@@ -30,9 +32,11 @@ def _split_ids(value: Optional[str]) -> set[str]:
 
 def allowlisted(platform: str, user_id: str, env: Mapping[str, str] | None = None,
                 extra: Optional[set[str]] = None) -> bool:
-    """True when ``<PLATFORM>_ALLOWED_USERS`` or ``GATEWAY_ALLOWED_USERS`` (comma lists, ``*`` = all) names the user."""
+    """True when ``<PLATFORM>_ALLOWED_USERS`` or ``GATEWAY_ALLOWED_USERS`` (comma lists, ``*`` =
+    all) names the user."""
     env = os.environ if env is None else env
-    ids = _split_ids(env.get(f"{platform.upper()}_ALLOWED_USERS")) | _split_ids(env.get("GATEWAY_ALLOWED_USERS"))
+    ids = (_split_ids(env.get(f"{platform.upper()}_ALLOWED_USERS"))
+           | _split_ids(env.get("GATEWAY_ALLOWED_USERS")))
     ids |= extra or set()
     return "*" in ids or str(user_id) in ids
 
@@ -92,13 +96,15 @@ class PairingStore:
 
     def _live(self, pending: dict[str, Any]) -> dict[str, Any]:
         now = self.clock()
-        return {c: e for c, e in pending.items() if now - float(e.get("created_at", 0)) < CODE_TTL_SECONDS}
+        return {c: e for c, e in pending.items()
+                if now - float(e.get("created_at", 0)) < CODE_TTL_SECONDS}
 
     # -- decisions -----------------------------------------------------------------------------
     def is_approved(self, platform: str, user_id: str) -> bool:
         return str(user_id) in self.db.pairing_read(self._platform(platform))["approved"]
 
-    def request_code(self, platform: str, user_id: str, user_name: str = "", chat_id: str = "") -> Optional[str]:
+    def request_code(self, platform: str, user_id: str, user_name: str = "",
+                     chat_id: str = "") -> Optional[str]:
         """The user's live code (reused so repeated messages do not mint new ones), or a new one.
 
         None when too many strangers are already waiting on this platform, or this user already got
@@ -109,21 +115,24 @@ class PairingStore:
     def request(self, platform: str, user_id: str, user_name: str = "", chat_id: str = "",
                 throttle_replies: bool = True) -> tuple[Optional[str], str]:
         """(code or None, what to tell the user): ``"code"``, ``"busy"`` (platform cap), ``"limit"``
-        (this user's cap) or ``"quiet"`` (answered less than ``REPLY_INTERVAL_SECONDS`` ago: a user who
-        keeps messaging gets no reply per message)."""
+        (this user's cap) or ``"quiet"`` (answered less than ``REPLY_INTERVAL_SECONDS`` ago: a user
+        who keeps messaging gets no reply per message)."""
         uid, now = str(user_id), self.clock()
 
         def change(state: dict[str, dict[str, Any]]) -> tuple[Optional[str], str]:
             pending = self._live(state["pending"])
             history = {u: h for u, h in state["requests"].items()
-                       if now - max([float(h.get("replied_at", 0)), *map(float, h.get("codes", []))])
+                       if now - max([float(h.get("replied_at", 0)),
+                                     *map(float, h.get("codes", []))])
                        < CODES_WINDOW_SECONDS}
             state["requests"] = history
             mine = history.setdefault(uid, {"codes": [], "replied_at": 0})
-            mine["codes"] = [t for t in mine.get("codes", []) if now - float(t) < CODES_WINDOW_SECONDS]
+            mine["codes"] = [t for t in mine.get("codes", [])
+                             if now - float(t) < CODES_WINDOW_SECONDS]
             if throttle_replies and now - float(mine.get("replied_at", 0)) < REPLY_INTERVAL_SECONDS:
                 return None, "quiet"
-            code, verdict = next((c for c, e in pending.items() if e.get("user_id") == uid), None), "code"
+            code, verdict = next((c for c, e in pending.items() if e.get("user_id") == uid),
+                                 None), "code"
             if code is None:
                 if len(pending) >= MAX_PENDING_PER_PLATFORM:
                     verdict = "busy"
@@ -131,8 +140,8 @@ class PairingStore:
                     verdict = "limit"
                 else:
                     code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
-                    pending[code] = {"user_id": uid, "user_name": user_name, "chat_id": str(chat_id),
-                                     "created_at": now}
+                    pending[code] = {"user_id": uid, "user_name": user_name,
+                                     "chat_id": str(chat_id), "created_at": now}
                     mine["codes"].append(now)
                     state["pending"] = pending
             if throttle_replies:
@@ -161,13 +170,15 @@ class PairingStore:
 
     def revoke(self, platform: str, user_id: str) -> bool:
         return self.db.pairing_update(self._platform(platform),
-                                      lambda state: state["approved"].pop(str(user_id), None) is not None)
+                                      lambda state: (state["approved"].pop(str(user_id), None)
+                                                     is not None))
 
     def platforms(self) -> list[str]:
         return self.db.pairing_platforms()
 
     def list(self) -> dict[str, dict[str, Any]]:
-        """``{platform: {"pending": {code: entry}, "approved": {user_id: entry}}}`` (live codes only)."""
+        """``{platform: {"pending": {code: entry}, "approved": {user_id: entry}}}`` (live codes
+        only)."""
         out: dict[str, dict[str, Any]] = {}
         for platform in self.platforms():
             state = self.db.pairing_read(platform)
@@ -177,8 +188,8 @@ class PairingStore:
 
 def pairing_message(platform: str, code: Optional[str], verdict: str = "code") -> str:
     if verdict == "limit":
-        return ("You have asked for pairing codes too often today. Ask the owner of this bot to add you, "
-                "or try again tomorrow.")
+        return ("You have asked for pairing codes too often today. Ask the owner of this bot to "
+                "add you, or try again tomorrow.")
     if code is None:
         return "I can't take new pairing requests right now. Ask the owner of this bot to add you."
     return ("Hi! I don't know you yet, so I can't answer. Ask the owner of this bot to run:\n\n"
@@ -197,9 +208,12 @@ class AccessControl:
 
     def is_allowed(self, platform: str, user_id: str) -> bool:
         extra = self.config_allowed.get(platform, set()) | self.config_allowed.get("*", set())
-        return allowlisted(platform, user_id, self.env, extra) or self.store.is_approved(platform, user_id)
+        return (allowlisted(platform, user_id, self.env, extra)
+                or self.store.is_approved(platform, user_id))
 
-    def refusal(self, platform: str, user_id: str, user_name: str = "", chat_id: str = "") -> Optional[str]:
-        """The message an unknown user gets (a one-time pairing code), or None: answered recently."""
+    def refusal(self, platform: str, user_id: str, user_name: str = "",
+                chat_id: str = "") -> Optional[str]:
+        """The message an unknown user gets (a one-time pairing code), or None: answered
+        recently."""
         code, verdict = self.store.request(platform, user_id, user_name, chat_id)
         return None if verdict == "quiet" else pairing_message(platform, code, verdict)

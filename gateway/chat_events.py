@@ -39,7 +39,8 @@ class ChatEvents:
                 self.spawn(self._chat_turn(req, None, event.chat_id, _noop_reply), req)
             return
         if not self.access.is_allowed(event.platform, event.user_id):
-            log.info("refused unknown user %s on %s; pairing code sent", event.user_id, event.platform)
+            log.info("refused unknown user %s on %s; pairing code sent", event.user_id,
+                     event.platform)
             text = await asyncio.to_thread(self.access.refusal, event.platform, event.user_id,
                                            event.user_name, event.chat_id)
             if adapter and text:  # None: this user was answered recently (no reply per message)
@@ -68,7 +69,8 @@ class ChatEvents:
                           attachments=list(event.attachments))
         if self.busy_policy == "interrupt":
             self.stop_turn(key, event.text)  # the running turn, or one still waiting to start
-        self.spawn(self._chat_turn(req, adapter, event.chat_id, reply), req).add_done_callback(self.capacity.release)
+        self.spawn(self._chat_turn(req, adapter, event.chat_id, reply),
+                   req).add_done_callback(self.capacity.release)
 
     async def _chat_turn(self, req: TurnRequest, adapter: Optional[PlatformAdapter], chat_id: str,
                          reply: Callable[[str], Awaitable[None]]) -> None:
@@ -82,11 +84,11 @@ class ChatEvents:
             log.exception("message for %s could not be handled", req.key)
             if not req.persist_only:
                 with contextlib.suppress(Exception):
-                    await reply(f"Sorry, that failed: {type(exc).__name__}: {exc}. Your message could not be "
-                                "saved; please send it again.")
+                    await reply(f"Sorry, that failed: {type(exc).__name__}: {exc}. Your message "
+                                "could not be saved; please send it again.")
 
-    async def _chat_turn_locked(self, req: TurnRequest, adapter: Optional[PlatformAdapter], chat_id: str,
-                                reply: Callable[[str], Awaitable[None]]) -> None:
+    async def _chat_turn_locked(self, req: TurnRequest, adapter: Optional[PlatformAdapter],
+                                chat_id: str, reply: Callable[[str], Awaitable[None]]) -> None:
         assert req.key is not None
         async with self.hold(req.key, req.user_id) as st:
             if req.abandoned:
@@ -109,7 +111,8 @@ class ChatEvents:
             if outcome.kind != "interrupted" or outcome.text:
                 await reply(outcome.text)
             if outcome.kind == "ok":
-                skills.after_reply(st.agent, outcome.result, reply)  # in the background, after the reply
+                # in the background, after the reply
+                skills.after_reply(st.agent, outcome.result, reply)
 
     async def _keep_typing(self, adapter: PlatformAdapter, chat_id: str) -> None:
         try:

@@ -19,8 +19,8 @@ HELP_TEXT = ("Commands: /new (fresh session), /usage (tokens and context), /comp
              "/model [name], /cron (scheduled jobs), /stop (interrupt the running turn), /help")
 
 
-async def command(runner: "GatewayRunner", key: str, user_id: Optional[str], text: str, reply: Reply,
-                  origin: Optional[dict[str, Any]] = None) -> bool:
+async def command(runner: "GatewayRunner", key: str, user_id: Optional[str], text: str,
+                  reply: Reply, origin: Optional[dict[str, Any]] = None) -> bool:
     """Handle a gateway command; False means 'not ours', and the text goes to the agent."""
     name, _, arg = text.strip().partition(" ")
     name, arg = name.lower(), arg.strip()
@@ -57,9 +57,10 @@ async def command(runner: "GatewayRunner", key: str, user_id: Optional[str], tex
     return True
 
 
-async def _locked_command(runner: "GatewayRunner", key: str, user_id: Optional[str], name: str, arg: str,
-                          reply: Reply) -> None:
-    async with runner.hold(key, user_id) as st:  # after any queued turn of this chat, never during one
+async def _locked_command(runner: "GatewayRunner", key: str, user_id: Optional[str], name: str,
+                          arg: str, reply: Reply) -> None:
+    # after any queued turn of this chat, never during one
+    async with runner.hold(key, user_id) as st:
         loop = asyncio.get_running_loop()
         if name in ("/new", "/reset"):
             _old, new = await runner.rotate(st, key, "new_session", user_id)
@@ -84,7 +85,8 @@ async def _locked_command(runner: "GatewayRunner", key: str, user_id: Optional[s
 def format_usage(u: dict[str, Any], session_id: Optional[str]) -> str:
     fill = float(u.get("context_fill") or 0.0)
     return (f"Session {session_id}\n"
-            f"Tokens: {u.get('prompt_tokens', 0)} prompt + {u.get('completion_tokens', 0)} completion "
+            f"Tokens: {u.get('prompt_tokens', 0)} prompt + "
+            f"{u.get('completion_tokens', 0)} completion "
             f"= {u.get('total_tokens', 0)} over {u.get('api_calls', 0)} API call(s)\n"
-            f"Context: {u.get('context_tokens', 0)} / {u.get('context_length', '?')} tokens ({fill:.0%}), "
-            f"compactions: {u.get('compactions', 0)}")
+            f"Context: {u.get('context_tokens', 0)} / {u.get('context_length', '?')} tokens "
+            f"({fill:.0%}), compactions: {u.get('compactions', 0)}")

@@ -5,8 +5,8 @@ both lose updates), but every worker must be able to send (replies, cron deliver
 store (PostgreSQL) each worker connects its adapter for sending and campaigns for
 ``advisory_lock("<platform>-poller", wait=0)``: the winner starts polling and keeps the lock (on a
 connection of its own) until it stops receiving; the others retry every ``interval`` seconds. A
-SIGKILLed poller's connection drops, PostgreSQL releases its lock, and the next retry elsewhere wins:
-polling moves to another worker without anyone deciding that the old one is dead.
+SIGKILLed poller's connection drops, PostgreSQL releases its lock, and the next retry elsewhere
+wins: polling moves to another worker without anyone deciding that the old one is dead.
 """
 from __future__ import annotations
 

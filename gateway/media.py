@@ -75,7 +75,8 @@ async def _voice_line(att: Attachment, stt: Any, notices: list[str]) -> Optional
     except SpeechError as exc:
         notices.append(f"🎤 I could not transcribe your voice note: {exc}")
         return None
-    notices.append(f"🎤 “{heard}”" if heard else "🎤 (the voice note had no words I could hear)")
+    notices.append(f"🎤 “{heard}”" if heard
+                   else "🎤 (the voice note had no words I could hear)")
     return f"[voice note, transcribed] {heard}" if heard else None
 
 

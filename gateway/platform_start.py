@@ -4,8 +4,8 @@ background while the others (and the API server) serve.
 Why: a Telegram that is unreachable at boot (no network yet, DNS down, a wrong base URL) used to
 abort the whole gateway with a traceback. Now the first attempt is made at start-up (so a working
 platform is connected when READY is printed), a failure is logged naming the platform, and later
-attempts follow ``hermes_core.retry.jittered_backoff``. ``snapshot()`` is what ``gateway.json`` (and so
-``hermes gateway status``) shows per platform.
+attempts follow ``hermes_core.retry.jittered_backoff``. ``snapshot()`` is what ``gateway.json`` (and
+so ``hermes gateway status``) shows per platform.
 """
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """SPEC §7: what the gateway does with the result of a turn.
 
-- deferred (compression lock held elsewhere): keep the session and the user's message, say so softly;
+- deferred (compression lock held elsewhere): keep the session and the user's message, say so
+  softly;
 - exhausted: bind the key (and every key sharing the session) to a fresh session, drop the agent,
   tell the user plainly;
 - interrupted: nothing to keep beyond what the agent stored; the caller decides what to say;
@@ -23,8 +24,8 @@ log = logging.getLogger("gateway.runner")
 LEASE_LOST = ("This gateway worker lost its hold on the conversation while answering (another "
               "worker took it over), so this answer was dropped. Your message is kept; send it "
               "again if it was not answered.")
-SOFT_DEFERRED = ("Compression is already running for this conversation, so I couldn't answer just now. "
-                 "Nothing was lost; your next message will go through.")
+SOFT_DEFERRED = ("Compression is already running for this conversation, so I couldn't answer just "
+                 "now. Nothing was lost; your next message will go through.")
 
 
 @dataclass
@@ -44,10 +45,12 @@ def short_error(result: dict[str, Any]) -> str:
     return (err.splitlines() or ["unknown error"])[0][:300]
 
 
-async def persist_user_message(runner: "GatewayRunner", st: "SessionState", req: "TurnRequest") -> bool:
+async def persist_user_message(runner: "GatewayRunner", st: "SessionState",
+                               req: "TurnRequest") -> bool:
     """Make sure the user's message is in the session; True when it is (written now or already)."""
     def write() -> bool:
-        if runner.db.get_session(st.sid) is None:  # a throwaway session the agent never got to create
+        # a throwaway session the agent never got to create
+        if runner.db.get_session(st.sid) is None:
             return False
         runner.sessions.ensure_user_message(st.sid, req.text, req.mark)
         return True
@@ -59,21 +62,23 @@ async def persist_user_message(runner: "GatewayRunner", st: "SessionState", req:
         return False
 
 
-async def react(runner: "GatewayRunner", st: "SessionState", req: "TurnRequest", result: dict[str, Any],
-                stateless: bool) -> TurnOutcome:
+async def react(runner: "GatewayRunner", st: "SessionState", req: "TurnRequest",
+                result: dict[str, Any], stateless: bool) -> TurnOutcome:
     sid = str(result.get("session_id") or st.sid)
     who = req.key or sid
     if result.get("compression_deferred"):
         log.info("%s: compression deferred (lock held elsewhere); session %s kept", who, sid)
         await persist_user_message(runner, st, req)
-        return TurnOutcome("deferred", str(result.get("final_response") or SOFT_DEFERRED), sid, result)
+        return TurnOutcome("deferred", str(result.get("final_response") or SOFT_DEFERRED), sid,
+                           result)
     if result.get("compression_exhausted"):
         why = short_error(result)
         if stateless or req.key is None:
             return TurnOutcome("exhausted", why, sid, result)
         old, new = await runner.rotate(st, req.key, "compression_exhausted", req.user_id)
         log.warning("%s: compression exhausted; session %s -> %s", who, old, new)
-        text = ("This conversation grew too long to compress any further, so I've started a fresh session. "
+        text = ("This conversation grew too long to compress any further, so I've started a "
+                "fresh session. "
                 f"The previous one is kept and searchable (session {old}). Reason: {why}")
         return TurnOutcome("exhausted", text, new, result, new_session_id=new)
     if result.get("lease_lost"):  # another worker holds the session now: our agent is stale
@@ -97,4 +102,5 @@ async def react(runner: "GatewayRunner", st: "SessionState", req: "TurnRequest",
         text = f"Sorry, that failed: {short_error(result).rstrip(' .')}.{tail}"
         return TurnOutcome("failed", text, sid, result, saved=saved)
     # a stop without an answer (max_iterations) explains itself in ``error``
-    return TurnOutcome("ok", str(result.get("final_response") or result.get("error") or ""), sid, result)
+    return TurnOutcome("ok", str(result.get("final_response") or result.get("error") or ""), sid,
+                       result)

@@ -1,24 +1,25 @@
-"""GatewayRunner: chat messages in, agent turns out — one turn at a time per session, many sessions at once.
+"""GatewayRunner: chat messages in, agent turns out — one turn at a time per session, many
+sessions at once.
 
 Why it is shaped like this:
 - ``AIAgent.run_conversation`` is synchronous, so turns run in a thread pool while the event loop
   keeps every platform responsive.
 - Runtime state (the lock, the cached agent) belongs to a *session id*, not to a key: several keys
-  may name one session (an API header naming a session id, a ``previous_response_id`` chain next to a
-  named conversation), and they must share one lock and one agent, or one session would run two turns
-  at once and a cached agent would miss the other key's exchanges.
+  may name one session (an API header naming a session id, a ``previous_response_id`` chain next to
+  a named conversation), and they must share one lock and one agent, or one session would run two
+  turns at once and a cached agent would miss the other key's exchanges.
 - A message first takes its key's FIFO lock (so one chat's messages keep their arrival order while
   the key is resolved to its session), then the session's lock. Turns of one session never overlap
-  (busy policy ``queue``), or the running turn is interrupted first (``interrupt``). Replies are sent
-  while the locks are held so they arrive in order too.
+  (busy policy ``queue``), or the running turn is interrupted first (``interrupt``). Replies are
+  sent while the locks are held so they arrive in order too.
 - SPEC §7 reactions live in ``gateway.reactions``; slash commands in ``gateway.commands``; chat
   messages become turns in ``gateway.chat_events``, sessions are held in ``gateway.session_hold``
   (mixins of the runner), agents are made in ``gateway.agent_factory``.
 - Every agent the runner lets go is ``close()``d (a client it made for summaries has connections);
   requests borrow clients from the process's pool (``agent.providers.client_pool``), so idle cached
   agents hold no sockets.
-- A stop (/stop, a newer message under ``interrupt``, an API client that went away) also reaches a turn
-  that was accepted but has not started: it never runs (its message is kept). A running turn is
+- A stop (/stop, a newer message under ``interrupt``, an API client that went away) also reaches a
+  turn that was accepted but has not started: it never runs (its message is kept). A running turn is
   interrupted again and again until it ends, since an agent clears interrupts when its turn begins.
 - Throwaway API turns (no session key) run on a private in-memory store: no transcript is written.
 - On shutdown nothing already received is lost: running turns get a bounded drain, then anything
@@ -42,24 +43,26 @@ from gateway.lease import DEFAULT_WAIT as LEASE_WAIT
 from gateway.lease import LeaseTimeout, TurnLeases  # noqa: F401 - LeaseTimeout re-exported
 from gateway.platform_start import PlatformStarter
 from gateway.platforms.base import PlatformAdapter
-from gateway.reactions import (SOFT_DEFERRED, TurnOutcome, persist_user_message, react,  # noqa: F401
-                               short_error)
+from gateway.reactions import (SOFT_DEFERRED, TurnOutcome,  # noqa: F401
+                               persist_user_message, react, short_error)
 from gateway.session_hold import SessionHolding
 from gateway.sessions import SessionMap, new_session_id, owner_of, platform_of
 from gateway.turn_threads import TurnThreads
-from gateway.turn_state import (REARM_SECONDS, STOPPED_BEFORE_START, KeyLocks, SessionBusy,  # noqa: F401
-                                SessionState, TurnHandle, TurnRequest)
+from gateway.turn_state import (REARM_SECONDS, STOPPED_BEFORE_START,  # noqa: F401
+                                KeyLocks, SessionBusy, SessionState, TurnHandle, TurnRequest)
 
 log = logging.getLogger("gateway.runner")
 
 
 class GatewayRunner(ChatEvents, SessionHolding):
-    def __init__(self, *, session_db: Any, agent_factory: AgentFactory, adapters: list[PlatformAdapter] = (),
-                 access: Optional[AccessControl] = None, busy_policy: str = "queue", max_workers: int = 128,
-                 max_cached_agents: int = 1000, typing_interval: float = 4.0, turn_limit: int = MAX_LIMIT,
+    def __init__(self, *, session_db: Any, agent_factory: AgentFactory,
+                 adapters: list[PlatformAdapter] = (), access: Optional[AccessControl] = None,
+                 busy_policy: str = "queue", max_workers: int = 128, max_cached_agents: int = 1000,
+                 typing_interval: float = 4.0, turn_limit: int = MAX_LIMIT,
                  lease_wait: float = LEASE_WAIT) -> None:
         if busy_policy not in ("queue", "interrupt"):
-            raise ValueError(f"gateway.busy_policy must be 'queue' or 'interrupt', not {busy_policy!r}")
+            raise ValueError("gateway.busy_policy must be 'queue' or 'interrupt', not "
+                             f"{busy_policy!r}")
         self.db = session_db
         self.sessions = SessionMap(session_db)
         self.agent_factory = agent_factory
@@ -71,10 +74,12 @@ class GatewayRunner(ChatEvents, SessionHolding):
         self.typing_interval = typing_interval
         self.pool = TurnThreads(max_workers)  # never blocks the event loop to start a thread
         self.capacity = TurnGauge(turn_limit)  # turns accepted at once; past it they are refused
-        self.leases = TurnLeases(session_db, lease_wait, turn_limit)  # across processes (shared stores)
+        # across processes (shared stores)
+        self.leases = TurnLeases(session_db, lease_wait, turn_limit)
         self.accepting = False
         self._states: dict[str, SessionState] = {}  # session id -> state
-        self._key_sid: dict[str, str] = {}  # key -> the session it last ran in (for /stop, interrupts)
+        # key -> the session it last ran in (for /stop, interrupts)
+        self._key_sid: dict[str, str] = {}
         self._key_locks = KeyLocks()
         self._pending: list[TurnRequest] = []  # received and not started yet, in arrival order
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -100,29 +105,33 @@ class GatewayRunner(ChatEvents, SessionHolding):
         self.accepting = False
         await self.platforms.stop()  # no more connection attempts
         for adapter in self.adapters.values():
-            await adapter.stop_receiving()  # what they already fetched still arrives; handle_event stores it
+            # what they already fetched still arrives; handle_event stores it
+            await adapter.stop_receiving()
         await asyncio.sleep(0)
         pending = {t for t in self._tasks if not t.done()}
         if pending:
             log.info("draining %d turn(s) for up to %.0fs", len(pending), drain_timeout)
             _, pending = await asyncio.wait(pending, timeout=drain_timeout)
         if pending:
-            log.warning("%d turn(s) still running after the drain; interrupting and persisting", len(pending))
+            log.warning("%d turn(s) still running after the drain; interrupting and persisting",
+                        len(pending))
             for req in self._pending:
                 req.abandoned = True
             for st in self._states.values():
                 if st.running is not None and st.agent is not None:
                     self._interrupt(st.agent, "gateway shutting down")
             _, pending = await asyncio.wait(pending, timeout=grace)
-            for st in list(self._states.values()):  # turns stuck in a provider call: keep the user's words
+            # turns stuck in a provider call: keep the user's words
+            for st in list(self._states.values()):
                 if st.running is not None:
-                    await asyncio.to_thread(self.sessions.ensure_user_message, st.sid, st.running.text,
-                                            st.running.mark)
+                    await asyncio.to_thread(self.sessions.ensure_user_message, st.sid,
+                                            st.running.text, st.running.mark)
             await self._persist_abandoned()
         await asyncio.to_thread(skills.wait_for_reviews, grace)  # their one line can still be sent
         for adapter in self.adapters.values():
             await adapter.stop()  # replies of drained turns went out above; now disconnect
-        late = {t for t in self._tasks if not t.done()}  # stored-only messages delivered during stop()
+        # stored-only messages delivered during stop()
+        late = {t for t in self._tasks if not t.done()}
         if late:
             await asyncio.wait(late, timeout=grace)
         for st in self._states.values():
@@ -142,7 +151,8 @@ class GatewayRunner(ChatEvents, SessionHolding):
     # -- chat platforms: gateway.chat_events; sessions held: gateway.session_hold ------------
     def spawn(self, coro: Awaitable[Any], req: Optional[TurnRequest]) -> asyncio.Task[Any]:
         if req is not None:
-            self._pending.append(req)  # synchronously, so the drain sees it even before the task runs
+            # synchronously, so the drain sees it even before the task runs
+            self._pending.append(req)
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -161,16 +171,18 @@ class GatewayRunner(ChatEvents, SessionHolding):
         sid = self._key_sid.get(key)
         return self._states.get(sid) if sid else None
 
-    def stop_turn(self, key: str, message: Optional[str] = None, notice: bool = False) -> Optional[str]:
+    def stop_turn(self, key: str, message: Optional[str] = None,
+                  notice: bool = False) -> Optional[str]:
         """Stop the turn running in the key's session (``"running"``), else the key's next turn that
-        was accepted but has not started (``"pending"``: it will not run; with ``notice`` the chat is
-        told); None when there is nothing to stop."""
+        was accepted but has not started (``"pending"``: it will not run; with ``notice`` the chat
+        is told); None when there is nothing to stop."""
         st = self.live_state(key)
         if st is not None and st.running is not None and not st.running.stop_requested:
             self.stop_request(st.running, message)
             return "running"
         for req in self._pending:
-            if req.key == key and not req.started and not req.stop_requested and not req.persist_only:
+            if (req.key == key and not req.started and not req.stop_requested
+                    and not req.persist_only):
                 req.stop_notice = notice
                 self.stop_request(req, message)
                 return "pending"
@@ -200,15 +212,18 @@ class GatewayRunner(ChatEvents, SessionHolding):
         return st is not None and (st.running is not None or st.lock.locked() or st.holders > 0)
 
     async def delete_session(self, session_id: str) -> bool:
-        """Delete a stored session (messages, keys, responses); SessionBusy while a turn runs or waits.
-        Keys that named it lead to a fresh session afterwards. False when there was no such session."""
+        """Delete a stored session (messages, keys, responses); SessionBusy while a turn runs or
+        waits. Keys that named it lead to a fresh session afterwards. False when there was no such
+        session."""
         if self.is_busy(session_id):
             raise SessionBusy(session_id)
-        st = self._states.get(session_id) or self._states.setdefault(session_id, SessionState(session_id))
+        st = self._states.get(session_id) or self._states.setdefault(session_id,
+                                                                     SessionState(session_id))
         st.holders += 1
         await st.lock.acquire()  # free (checked above): no turn can start while the rows go
         try:
-            st.lease = await self.leases.take(session_id, wait=0)  # LeaseTimeout: busy on another worker
+            # LeaseTimeout: busy on another worker
+            st.lease = await self.leases.take(session_id, wait=0)
             deleted = await asyncio.to_thread(self.db.delete_session, session_id)
             st.deleted = True
             self.drop_agent(st)
@@ -221,7 +236,8 @@ class GatewayRunner(ChatEvents, SessionHolding):
                 st.lock.release()
                 self._let_go(st)
 
-    async def rotate(self, st: SessionState, key: str, reason: str, user_id: Optional[str]) -> tuple[Optional[str], str]:
+    async def rotate(self, st: SessionState, key: str, reason: str,
+                     user_id: Optional[str]) -> tuple[Optional[str], str]:
         """A fresh session for ``key`` and every key sharing ``st``; the caller holds ``st``."""
         old, new = await asyncio.to_thread(self.sessions.rotate, key, reason, user_id, st.sid)
         st.moved_to = new
@@ -239,7 +255,8 @@ class GatewayRunner(ChatEvents, SessionHolding):
             model = self.models.get(key) if key else None
             extra = {"store": st.store} if st.store is not None else {}
             st.agent = await asyncio.get_running_loop().run_in_executor(
-                self.pool, lambda: self.agent_factory(session_id=st.sid, platform=platform, model=model, **extra))
+                self.pool, lambda: self.agent_factory(session_id=st.sid, platform=platform,
+                                                      model=model, **extra))
         return st.agent
 
     # -- turns (shared by chats and the API server) ------------------------------------------------
@@ -263,14 +280,16 @@ class GatewayRunner(ChatEvents, SessionHolding):
         Raises ``TurnLimitReached`` when the process already holds its limit of turns."""
         self.capacity.admit()
         req = TurnRequest(text, key, None, system_message, conversation_history, stream_callback,
-                          tool_progress_callback, approval_callback=approval_callback, origin=origin)
+                          tool_progress_callback, approval_callback=approval_callback,
+                          origin=origin)
         if key is None:
             task = self.spawn(self._stateless(req, platform), None)
         else:
             async def locked() -> TurnOutcome:
                 async with self.hold(key) as st:
                     if req.abandoned:
-                        return TurnOutcome("failed", "The gateway is shutting down; your message was saved.", st.sid)
+                        return TurnOutcome("failed", "The gateway is shutting down; your message "
+                                                     "was saved.", st.sid)
                     return await self._run_locked(st, req)
 
             task = self.spawn(locked(), req)
@@ -288,7 +307,8 @@ class GatewayRunner(ChatEvents, SessionHolding):
             self.drop_agent(st)  # nobody will use it again: release its connections now
             st.store.close()
 
-    async def _run_locked(self, st: SessionState, req: TurnRequest, stateless: bool = False) -> TurnOutcome:
+    async def _run_locked(self, st: SessionState, req: TurnRequest,
+                          stateless: bool = False) -> TurnOutcome:
         """Run one turn; the caller holds ``st.lock`` (or owns ``st`` outright when stateless)."""
         loop = asyncio.get_running_loop()
         if req in self._pending:
@@ -317,7 +337,8 @@ class GatewayRunner(ChatEvents, SessionHolding):
 
                     agent.hooks = AgentHooks(status=on_status, tool_progress=req.tool_callback,
                                              approval=req.approval_callback)  # None: denied
-                    agent.origin = req.origin  # a cronjob created in this turn is delivered back here
+                    # a cronjob created in this turn is delivered back here
+                    agent.origin = req.origin
                     agent.write_fence = st.fence  # writes stop if our turn lease is lost mid-turn
                     agent.owner = owner_of(req.origin)  # a chat user reaches only their own data
                     if req.stop_requested:  # stopped while the agent was being made
@@ -344,7 +365,8 @@ class GatewayRunner(ChatEvents, SessionHolding):
         self._evict_idle()
         return outcome
 
-    async def _stopped_before_start(self, st: SessionState, req: TurnRequest, stateless: bool) -> TurnOutcome:
+    async def _stopped_before_start(self, st: SessionState, req: TurnRequest,
+                                    stateless: bool) -> TurnOutcome:
         req.done = True
         if not stateless:
             req.mark = await asyncio.to_thread(self.sessions.mark, st.sid)
@@ -360,7 +382,8 @@ class GatewayRunner(ChatEvents, SessionHolding):
         live = [s for s in self._states.values() if s.agent is not None]
         if len(live) <= self.max_cached_agents:
             return
-        idle = sorted((s for s in live if s.holders == 0 and s.running is None and not s.lock.locked()),
+        idle = sorted((s for s in live
+                       if s.holders == 0 and s.running is None and not s.lock.locked()),
                       key=lambda s: s.last_used)
         for st in idle[: len(live) - self.max_cached_agents]:
             self.drop_agent(st)

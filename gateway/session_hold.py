@@ -36,7 +36,8 @@ class SessionHolding:
 
     async def _acquire(self, key: str, user_id: Optional[str]) -> SessionState:
         while True:
-            sid = self._key_sid.get(key)  # a key seen before whose session is live: no store round trip
+            # a key seen before whose session is live: no store round trip
+            sid = self._key_sid.get(key)
             if sid is None or sid not in self._states:
                 sid = await asyncio.to_thread(self.sessions.get_or_create, key, user_id)
             st = self._states.get(sid)
@@ -58,7 +59,8 @@ class SessionHolding:
                 if not moved:
                     self._key_sid[key] = sid
                     return st
-            moved_to = st.moved_to  # rotated while we waited: follow the conversation to its new session
+            # rotated while we waited: follow the conversation to its new session
+            moved_to = st.moved_to
             st.lock.release()
             self._let_go(st)
             self._key_sid.pop(key, None)
@@ -66,10 +68,10 @@ class SessionHolding:
                 await asyncio.to_thread(self.db.bind_session_key, key, moved_to)
 
     async def _take_lease(self, st: SessionState, key: str) -> bool:
-        """Hold the session's cross-process lease (gateway.lease), then look at the store as it is now:
-        True when another worker moved the key elsewhere (rotated or deleted the session) while we
-        waited, so the caller follows it. A cached agent that missed turns another worker wrote is
-        dropped: the next one loads the transcript from the store."""
+        """Hold the session's cross-process lease (gateway.lease), then look at the store as it is
+        now: True when another worker moved the key elsewhere (rotated or deleted the session) while
+        we waited, so the caller follows it. A cached agent that missed turns another worker wrote
+        is dropped: the next one loads the transcript from the store."""
         st.lease = await self.leases.take(st.sid)
         st.fence = self.leases.fence(st.sid)
         try:
@@ -84,12 +86,14 @@ class SessionHolding:
             self.drop_agent(st)
             return True
         if st.agent is not None and mark != st.seen_mark:
-            log.info("%s: session %s changed on another worker; reloading its transcript", key, st.sid)
+            log.info("%s: session %s changed on another worker; reloading its transcript", key,
+                     st.sid)
             self.drop_agent(st)
         return False
 
     async def _give_back_lease(self, st: SessionState, remember: bool = True) -> None:
-        """Release the lease, first noting where the store stands (what our cached agent has seen)."""
+        """Release the lease, first noting where the store stands (what our cached agent has
+        seen)."""
         held, st.lease, st.fence = st.lease, None, None
         if held is None:
             return
@@ -101,5 +105,6 @@ class SessionHolding:
 
     def _let_go(self, st: SessionState) -> None:
         st.holders -= 1
-        if st.holders == 0 and (st.agent is None or st.moved_to or st.deleted) and self._states.get(st.sid) is st:
+        if (st.holders == 0 and (st.agent is None or st.moved_to or st.deleted)
+                and self._states.get(st.sid) is st):
             del self._states[st.sid]  # nothing cached: the state is rebuilt on demand

@@ -22,7 +22,8 @@ def _clean(part: Any) -> str:
 def session_key(platform: str, chat_type: str, chat_id: str, user_id: Optional[str] = None,
                 thread_id: Optional[str] = None) -> str:
     """``<platform>:dm:<chat>``; groups are keyed per user so people in one group never share a
-    context: ``<platform>:group:<chat>:<user>`` (``<platform>:thread:<chat>:<thread>:<user>`` in topics)."""
+    context: ``<platform>:group:<chat>:<user>`` (``<platform>:thread:<chat>:<thread>:<user>`` in
+    topics)."""
     p, chat = _clean(platform), _clean(chat_id)
     if chat_type == "dm":
         return f"{p}:dm:{chat}"
@@ -35,7 +36,8 @@ def session_key(platform: str, chat_type: str, chat_id: str, user_id: Optional[s
 
 
 def key_for_event(event: MessageEvent) -> str:
-    return session_key(event.platform, event.chat_type, event.chat_id, event.user_id, event.thread_id)
+    return session_key(event.platform, event.chat_type, event.chat_id, event.user_id,
+                       event.thread_id)
 
 
 RESPONSE_KEY_PREFIX = "api_server:response:"
@@ -83,14 +85,15 @@ class SessionMap:
 
     def rotate(self, key: str, reason: str, user_id: Optional[str] = None,
                old: Optional[str] = None) -> tuple[Optional[str], str]:
-        """Start a fresh session for the key; the old one is ended (kept, searchable). Every other key
-        that continued the old session (an API header naming it, a response chain) moves along, so no
-        key is left pointing at an ended conversation. -> (old, new)."""
+        """Start a fresh session for the key; the old one is ended (kept, searchable). Every other
+        key that continued the old session (an API header naming it, a response chain) moves along,
+        so no key is left pointing at an ended conversation. -> (old, new)."""
         old = old or self.lookup(key)
         new = self._bind_new(key, user_id, parent=old)
         if old:
             for other in self.keys_for(old):
-                if not other.startswith(RESPONSE_KEY_PREFIX):  # a response id records where it was made
+                # a response id records where it was made
+                if not other.startswith(RESPONSE_KEY_PREFIX):
                     self.db.bind_session_key(other, new)
             try:
                 self.db.end_session(old, reason)
@@ -133,7 +136,8 @@ class SessionMap:
         """Persist ``text`` as a user message unless a row after ``after_id`` already holds it (the
         agent normally persists its own turn). Returns True when it had to write it."""
         rows = self.db.get_messages(session_id, include_inactive=True)
-        if any(r.get("id", 0) > after_id and r.get("role") == "user" and r.get("content") == text for r in rows):
+        if any(r.get("id", 0) > after_id and r.get("role") == "user"
+               and r.get("content") == text for r in rows):
             return False
         self.db.append_message(session_id, "user", text)
         return True

@@ -24,7 +24,8 @@ async def expand(runner: Any, text: str) -> str:
         return text
     try:
         hit = await asyncio.to_thread(invoke.expand, text, hermes_home(), _config(runner))
-    except Exception as exc:  # a skill that became unreadable: the message still goes through as typed
+    # a skill that became unreadable: the message still goes through as typed
+    except Exception as exc:
         log.warning("could not attach the skill of %r: %s", text[:40], exc)
         return text
     return hit[1] if hit else text

@@ -104,8 +104,8 @@ async def _remote(s: SttSettings, data: bytes, name: str, mime: str) -> str:
             async with http.post(url, data=form, headers=headers) as resp:
                 body = await resp.text()
                 if resp.status != 200:
-                    raise SpeechError(f"speech-to-text at {s.base_url} answered HTTP {resp.status}: "
-                                      f"{' '.join(body.split())[:200]}")
+                    raise SpeechError(f"speech-to-text at {s.base_url} answered HTTP "
+                                      f"{resp.status}: {' '.join(body.split())[:200]}")
     except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
         raise SpeechError(f"speech-to-text at {s.base_url} is unreachable "
                           f"({type(exc).__name__}); check stt.base_url") from None

@@ -1,5 +1,5 @@
-"""The runner's runtime state, kept apart from its logic: a turn request, a session's state, the turn
-handle callers hold, and the per-key FIFO locks."""
+"""The runner's runtime state, kept apart from its logic: a turn request, a session's state, the
+turn handle callers hold, and the per-key FIFO locks."""
 from __future__ import annotations
 
 import asyncio
@@ -32,7 +32,8 @@ class TurnRequest:
     abandoned: bool = False  # persisted by the drain instead of run
     persist_only: bool = False  # received while draining: stored in order, not answered
     mark: int = 0  # store position before the turn (see SessionMap.ensure_user_message)
-    notify: Optional[Callable[[str], Awaitable[None]]] = None  # tells the chat about warnings mid-turn
+    # tells the chat about warnings mid-turn
+    notify: Optional[Callable[[str], Awaitable[None]]] = None
     origin: Optional[dict[str, Any]] = None  # the chat it came from: {platform, chat_id, thread_id}
     # who answers the turn's approval questions (API runs); None: they are denied
     approval_callback: Optional[Callable[[str, str], str]] = None
@@ -51,10 +52,13 @@ class SessionState:
         self.holders = 0  # waiting for or holding the lock; a held state is never evicted
         self.moved_to: Optional[str] = None  # rotated: its keys now lead to this session
         self.deleted = False  # deleted through the API: its keys lead to a fresh session
-        self.store: Any = None  # a throwaway turn's private in-memory store (nothing reaches state.db)
-        self.lease: Any = None  # the cross-process turn lease while the lock's holder has it (gateway.lease)
+        # a throwaway turn's private in-memory store (nothing reaches state.db)
+        self.store: Any = None
+        # the cross-process turn lease while the lock's holder has it (gateway.lease)
+        self.lease: Any = None
         self.fence: Any = None  # what the turn's writes prove while the lease is held
-        self.seen_mark: Optional[int] = None  # store position when our last turn ended (shared stores)
+        # store position when our last turn ended (shared stores)
+        self.seen_mark: Optional[int] = None
         self.last_used = time.monotonic()
 
 
@@ -62,8 +66,8 @@ class SessionBusy(Exception):
     """The session is running (or about to run) a turn, so it cannot be deleted now."""
 
 
-STOPPED_BEFORE_START = ("Stopped before it started: your message is kept in the conversation but was not "
-                        "answered.")
+STOPPED_BEFORE_START = ("Stopped before it started: your message is kept in the conversation but "
+                        "was not answered.")
 REARM_SECONDS = 0.05
 
 
@@ -71,7 +75,8 @@ class TurnHandle:
     """A submitted turn: ``await outcome()`` for its result; ``stop()`` interrupts it, or keeps it
     from starting when it has not started yet (e.g. the HTTP client went away)."""
 
-    def __init__(self, runner: "GatewayRunner", req: TurnRequest, task: "asyncio.Task[TurnOutcome]") -> None:
+    def __init__(self, runner: "GatewayRunner", req: TurnRequest,
+                 task: "asyncio.Task[TurnOutcome]") -> None:
         self._runner, self._req, self.task = runner, req, task
 
     async def outcome(self) -> TurnOutcome:

@@ -1,11 +1,12 @@
 """The threads turns run on, started without ever making the event loop wait.
 
-Why not ``ThreadPoolExecutor``: it starts a new thread inside ``submit()`` and waits until that thread
-runs. In a burst of new turns every new thread first queues for the GIL behind the busy ones, so each
-``submit`` from the event loop blocked it for milliseconds: a 100-turn burst on a fresh process waited
-~0.5 s before the gateway even read the requests. Here ``submit`` only queues the work; a spawner
-thread starts workers whenever the queue holds more work than there are idle workers (up to
-``max_workers``), and ``prestart`` starts some ahead of time (the warm-up). Workers are kept once made.
+Why not ``ThreadPoolExecutor``: it starts a new thread inside ``submit()`` and waits until that
+thread runs. In a burst of new turns every new thread first queues for the GIL behind the busy ones,
+so each ``submit`` from the event loop blocked it for milliseconds: a 100-turn burst on a fresh
+process waited ~0.5 s before the gateway even read the requests. Here ``submit`` only queues the
+work; a spawner thread starts workers whenever the queue holds more work than there are idle workers
+(up to ``max_workers``), and ``prestart`` starts some ahead of time (the warm-up). Workers are kept
+once made.
 """
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ class TurnThreads(Executor):
         if max_workers < 1:
             raise ValueError("max_workers must be at least 1")
         self.max_workers, self.name = max_workers, name
-        self._work: "queue.SimpleQueue[Optional[tuple[Future[Any], Callable[..., Any], tuple, dict]]]" = \
+        self._work: \
+            "queue.SimpleQueue[Optional[tuple[Future[Any], Callable[..., Any], tuple, dict]]]" = \
             queue.SimpleQueue()
         self._lock = threading.Lock()
         self._workers = 0
@@ -29,7 +31,8 @@ class TurnThreads(Executor):
         self._closed = False
         self._threads: list[threading.Thread] = []
         self._wake = threading.Event()
-        self._spawner = threading.Thread(target=self._spawn_loop, name=f"{name}-spawner", daemon=True)
+        self._spawner = threading.Thread(target=self._spawn_loop, name=f"{name}-spawner",
+                                         daemon=True)
         self._spawner.start()
 
     # -- Executor ----------------------------------------------------------------------------------
@@ -74,8 +77,10 @@ class TurnThreads(Executor):
             return {"threads": self._workers, "idle": self._idle, "waiting": self._work.qsize()}
 
     def _ask_for_workers(self) -> None:
-        """Caller holds the lock: one more worker when queued work outnumbers idle and coming workers."""
-        if self._work.qsize() > self._idle + self._wanted and self._workers + self._wanted < self.max_workers:
+        """Caller holds the lock: one more worker when queued work outnumbers idle and coming
+        workers."""
+        if (self._work.qsize() > self._idle + self._wanted
+                and self._workers + self._wanted < self.max_workers):
             self._wanted += 1
             self._wake.set()
 
@@ -90,7 +95,8 @@ class TurnThreads(Executor):
                     self._wanted -= 1
                     self._workers += 1
                     n = self._workers
-                thread = threading.Thread(target=self._work_loop, name=f"{self.name}_{n}", daemon=True)
+                thread = threading.Thread(target=self._work_loop, name=f"{self.name}_{n}",
+                                          daemon=True)
                 thread.start()
                 self._threads.append(thread)  # only started threads: shutdown joins these
             if self._closed:

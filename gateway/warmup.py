@@ -1,10 +1,11 @@
 """Ready means warm: pay a turn's one-time costs before the gateway answers ``/health``.
 
 Why: the first turn after a start used to wait ~1.2 s longer than the next ones (``import openai``,
-the TLS context, the tool registry, the prompt pieces, the store's first query), so a burst right after a
-restart saw a p99 in seconds. ``warm_up`` runs once, before the platforms connect and before the API
-server listens; it builds one agent the way a turn does (never storing it, never calling the provider)
-and drops it. It never fails the start: a step that raises is logged and the turn pays for it later.
+the TLS context, the tool registry, the prompt pieces, the store's first query), so a burst right
+after a restart saw a p99 in seconds. ``warm_up`` runs once, before the platforms connect and before
+the API server listens; it builds one agent the way a turn does (never storing it, never calling the
+provider) and drops it. It never fails the start: a step that raises is logged and the turn pays for
+it later.
 """
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ class WarmUp:
 
     def as_dict(self) -> dict[str, Any]:
         return {"done": True, "seconds": round(self.seconds, 3),
-                "steps": {k: round(v, 3) for k, v in self.steps.items()}, "failed": dict(self.failed)}
+                "steps": {k: round(v, 3) for k, v in self.steps.items()},
+                "failed": dict(self.failed)}
 
 
 def _touch_client(client: Any) -> None:
@@ -37,7 +39,8 @@ def _touch_client(client: Any) -> None:
 
 
 def _warm_client_pool(agent: Any) -> None:
-    """Put one ready client in the process's pool for the agents' endpoint: the first turn borrows it."""
+    """Put one ready client in the process's pool for the agents' endpoint: the first turn borrows
+    it."""
     from agent.providers.clients import pool_of
 
     pool = pool_of(agent._active_settings())
@@ -48,7 +51,8 @@ def _warm_client_pool(agent: Any) -> None:
         pool.give_back(client)
 
 
-def warm_up(agent_factory: Callable[..., Any], session_db: Any, platform: str = "api_server") -> WarmUp:
+def warm_up(agent_factory: Callable[..., Any], session_db: Any,
+            platform: str = "api_server") -> WarmUp:
     """Load what a turn needs; blocking (run it in a thread)."""
     report = WarmUp()
     start = time.perf_counter()
@@ -77,10 +81,13 @@ def warm_up(agent_factory: Callable[..., Any], session_db: Any, platform: str = 
 
     step("sdk", sdk)
     step("tls", tls)
-    agent = step("agent", lambda: agent_factory(session_id=None, platform=platform))  # tools, compressor
+    # tools, compressor
+    agent = step("agent", lambda: agent_factory(session_id=None, platform=platform))
     if agent is not None:
-        step("prompt", agent.fixed_prompt)  # persona, context files, memory, skills index: nothing stored
-        if getattr(agent, "provider", None) != "local":  # the embedded model loads on its first turn
+        # persona, context files, memory, skills index: nothing stored
+        step("prompt", agent.fixed_prompt)
+        # the embedded model loads on its first turn
+        if getattr(agent, "provider", None) != "local":
             step("client", lambda: _warm_client_pool(agent))
         step("close", agent.close)
     step("store", lambda: session_db.list_sessions(limit=1))

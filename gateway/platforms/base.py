@@ -1,4 +1,5 @@
-"""The small interface every chat platform implements, so the runner never knows about any one of them.
+"""The small interface every chat platform implements, so the runner never knows about any one of
+them.
 
 An adapter turns platform traffic into ``MessageEvent``s handed to the runner's callback, and offers
 the few outbound operations the runner needs (send, send_file, edit, typing). The API server is not
@@ -77,7 +78,8 @@ class PlatformAdapter(abc.ABC):
         return self._allowed(user_id)
 
     async def dispatch(self, event: MessageEvent) -> None:
-        """Hand an incoming message to the runner; adapters call this, the runner must return fast."""
+        """Hand an incoming message to the runner; adapters call this, the runner must return
+        fast."""
         if self._handler is not None:
             await self._handler(event)
 
@@ -86,7 +88,8 @@ class PlatformAdapter(abc.ABC):
         """Connect and begin delivering messages."""
 
     async def stop_receiving(self) -> None:
-        """Stop taking new messages but keep sending (the runner drains running turns after this)."""
+        """Stop taking new messages but keep sending (the runner drains running turns after
+        this)."""
 
     @abc.abstractmethod
     async def stop(self) -> None:
@@ -95,14 +98,15 @@ class PlatformAdapter(abc.ABC):
     @abc.abstractmethod
     async def send(self, chat_id: str, text: str, *, reply_to: Optional[str] = None,
                    thread_id: Optional[str] = None) -> Optional[str]:
-        """Send one message (already within ``max_message_length``), into ``thread_id`` (a topic) when
-        given; returns its id when known."""
+        """Send one message (already within ``max_message_length``), into ``thread_id`` (a topic)
+        when given; returns its id when known."""
 
     async def send_file(self, chat_id: str, path: Path, *, caption: str = "",
                         thread_id: Optional[str] = None) -> Optional[str]:
         """Send a file (an image is shown as one where the platform can); platforms without
         uploads send a line naming it."""
-        return await self.send(chat_id, f"{caption}\n[file: {path.name}]".strip(), thread_id=thread_id)
+        return await self.send(chat_id, f"{caption}\n[file: {path.name}]".strip(),
+                               thread_id=thread_id)
 
     async def deliver(self, chat_id: str, text: str, files: Sequence[Path] = (), *,
                       thread_id: Optional[str] = None) -> bool:

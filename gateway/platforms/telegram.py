@@ -1,9 +1,9 @@
 """Telegram over python-telegram-bot long polling.
 
-The Bot API base URL is configurable (``TELEGRAM_BASE_URL`` / ``gateway.telegram.base_url``) so tests
-point the adapter at a loopback fake server; everything else is stock PTB. Handlers only hand the
-message to the runner and return, so PTB's sequential update processing keeps arrival order without
-ever waiting on a turn.
+The Bot API base URL is configurable (``TELEGRAM_BASE_URL`` / ``gateway.telegram.base_url``) so
+tests point the adapter at a loopback fake server; everything else is stock PTB. Handlers only hand
+the message to the runner and return, so PTB's sequential update processing keeps arrival order
+without ever waiting on a turn.
 """
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from gateway.platforms.splitting import TELEGRAM_LIMIT, split_message, utf16_len
 
 
 def telegram_api_urls(base: Optional[str]) -> tuple[str, str]:
-    """``http://host:port`` (or a PTB-style ``.../bot`` / ``{token}`` URL) -> (base_url, base_file_url)."""
+    """``http://host:port`` (or a PTB-style ``.../bot`` / ``{token}`` URL) -> (base_url,
+    base_file_url)."""
     base = (base or "https://api.telegram.org").rstrip("/")
     if "{token}" in base:
         return base, base.replace("/bot{token}", "/file/bot{token}")
@@ -29,14 +30,16 @@ def telegram_api_urls(base: Optional[str]) -> tuple[str, str]:
 
 
 def chat_type_of(telegram_type: str) -> str:
-    return {"private": "dm", "group": "group", "supergroup": "group", "channel": "channel"}.get(telegram_type, "dm")
+    return {"private": "dm", "group": "group", "supergroup": "group",
+            "channel": "channel"}.get(telegram_type, "dm")
 
 
 class TelegramAdapter(PlatformAdapter):
     name = "telegram"
     max_message_length = TELEGRAM_LIMIT
 
-    def __init__(self, token: str, base_url: Optional[str] = None, poll_timeout: float = 10.0) -> None:
+    def __init__(self, token: str, base_url: Optional[str] = None,
+                 poll_timeout: float = 10.0) -> None:
         super().__init__()
         self._token = token
         self._base_url = base_url
@@ -67,8 +70,10 @@ class TelegramAdapter(PlatformAdapter):
         await app.start()
 
     async def start_polling(self) -> None:
-        await self._app.updater.start_polling(poll_interval=0.0, timeout=int(max(1, self._poll_timeout)),
-                                              allowed_updates=["message"], drop_pending_updates=False,
+        await self._app.updater.start_polling(poll_interval=0.0,
+                                              timeout=int(max(1, self._poll_timeout)),
+                                              allowed_updates=["message"],
+                                              drop_pending_updates=False,
                                               error_callback=self._on_poll_error)
         log.info("telegram: polling as @%s", self._username or "?")
 
@@ -79,7 +84,8 @@ class TelegramAdapter(PlatformAdapter):
         app = self._app
         try:
             if app is not None and app.updater and app.updater.running:
-                await app.updater.stop()  # fetched updates still reach the handler; sending still works
+                # fetched updates still reach the handler; sending still works
+                await app.updater.stop()
         except Exception as exc:
             log.warning("telegram: error while stopping polling: %s", exc)
 
@@ -91,7 +97,8 @@ class TelegramAdapter(PlatformAdapter):
             if app.updater and app.updater.running:
                 await app.updater.stop()
             if app.running:
-                await app.stop()  # processes updates already fetched, so nothing received is dropped
+                # processes updates already fetched, so nothing received is dropped
+                await app.stop()
             await app.shutdown()
         except Exception as exc:  # stopping must not raise through the drain
             log.warning("telegram: error while stopping: %s", exc)
@@ -112,7 +119,8 @@ class TelegramAdapter(PlatformAdapter):
             platform=self.name, chat_id=str(msg.chat.id), user_id=str(user.id), text=text,
             chat_type=chat_type_of(msg.chat.type), user_name=user.username or user.full_name or "",
             message_id=str(msg.message_id),
-            thread_id=str(msg.message_thread_id) if getattr(msg, "is_topic_message", False) else None,
+            thread_id=str(msg.message_thread_id) if getattr(msg, "is_topic_message",
+                                                            False) else None,
         )
         await self.dispatch(event)
 
@@ -125,15 +133,18 @@ class TelegramAdapter(PlatformAdapter):
         for attempt in range(3):
             try:
                 sent = await self._app.bot.send_message(
-                    chat_id=int(chat_id), text=text, message_thread_id=int(thread_id) if thread_id else None)
+                    chat_id=int(chat_id), text=text,
+                    message_thread_id=int(thread_id) if thread_id else None)
                 return str(sent.message_id)
             except RetryAfter as exc:
                 import asyncio
 
-                delay = exc.retry_after.total_seconds() if hasattr(exc.retry_after, "total_seconds") else exc.retry_after
+                delay = (exc.retry_after.total_seconds()
+                         if hasattr(exc.retry_after, "total_seconds") else exc.retry_after)
                 await asyncio.sleep(min(float(delay), 30.0))
             except TelegramError as exc:
-                log.warning("telegram: send to %s failed (attempt %d): %s", chat_id, attempt + 1, exc)
+                log.warning("telegram: send to %s failed (attempt %d): %s", chat_id, attempt + 1,
+                            exc)
         return None
 
     async def edit(self, chat_id: str, message_id: str, text: str) -> None:
@@ -142,7 +153,8 @@ class TelegramAdapter(PlatformAdapter):
         if self._app is None:
             return
         try:
-            await self._app.bot.edit_message_text(chat_id=int(chat_id), message_id=int(message_id), text=text)
+            await self._app.bot.edit_message_text(chat_id=int(chat_id), message_id=int(message_id),
+                                                  text=text)
         except TelegramError as exc:
             log.debug("telegram: edit failed: %s", exc)
 
@@ -179,7 +191,8 @@ def settings(cfg: Any) -> tuple[Optional[str], Optional[str]]:
 def from_settings(section: Any, env: Mapping[str, str]) -> Optional[TelegramAdapter]:
     """The platform factory (docs/CONTRACTS.md): None when no bot token is set."""
     token, base = credentials(section, env)
-    return TelegramAdapter(token, base_url=base, poll_timeout=section.poll_timeout) if token else None
+    return TelegramAdapter(token, base_url=base,
+                           poll_timeout=section.poll_timeout) if token else None
 
 
 def send_direct(cfg: Any, chat_id: str, thread_id: Optional[str], text: str) -> None:

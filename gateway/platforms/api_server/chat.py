@@ -29,8 +29,10 @@ def parse_chat(body: dict[str, Any]) -> tuple[Any, Optional[str], list[dict[str,
     """(user message, system text, prior history) of a chat completions body; 400 on bad fields.
     The user message is its text, or its text and ``image_url`` parts when it has images."""
     messages = body.get("messages")
-    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
-        raise APIError(400, "'messages' must be a non-empty array of message objects.", param="messages")
+    if (not isinstance(messages, list) or not messages
+            or not all(isinstance(m, dict) for m in messages)):
+        raise APIError(400, "'messages' must be a non-empty array of message objects.",
+                       param="messages")
     check_roles(messages, "messages", required=True)
     if messages[-1].get("role") != "user":
         raise APIError(400, "The last message must have role 'user'.", param="messages")
@@ -65,21 +67,23 @@ def register(server: Any) -> None:
                            "total_tokens": prompt + completion}}
         if hermes is not None:
             reply["hermes"] = hermes
-        return web.json_response(reply, headers=session_headers.response_headers(outcome.session_id, key))
+        return web.json_response(
+            reply, headers=session_headers.response_headers(outcome.session_id, key))
 
     server.add_endpoint("chat_completions", "POST", "/v1/chat/completions", chat)
-    server.features.update(chat_completions=True, chat_completions_streaming=True, tool_progress_events=True,
-                           session_key_header=True)
+    server.features.update(chat_completions=True, chat_completions_streaming=True,
+                           tool_progress_events=True, session_key_header=True)
 
 
-async def _stream(runner: Any, request: web.Request, body: dict[str, Any], key: Optional[str], user_text: str,
-                  model: str, kwargs: dict[str, Any]) -> web.StreamResponse:
+async def _stream(runner: Any, request: web.Request, body: dict[str, Any], key: Optional[str],
+                  user_text: str, model: str, kwargs: dict[str, Any]) -> web.StreamResponse:
     """Content chunks with ``hermes.tool.progress`` events between them; the last chunk carries the
-    finish reason (and the ``hermes`` member); then ``[DONE]``. A client that goes away stops the turn."""
+    finish reason (and the ``hermes`` member); then ``[DONE]``. A client that goes away stops the
+    turn."""
     sid = await _session_id(runner, key)
     feed = TurnFeed(asyncio.get_running_loop())
-    handle = runner.submit(key, user_text, stream_callback=feed.on_delta, tool_progress_callback=feed.on_tool,
-                           **kwargs)
+    handle = runner.submit(key, user_text, stream_callback=feed.on_delta,
+                           tool_progress_callback=feed.on_tool, **kwargs)
     turn = asyncio.ensure_future(handle.outcome())
     out = SSEWriter(request, session_headers.response_headers(sid, key))
     cid, created = f"chatcmpl-{secrets.token_hex(12)}", int(time.time())
@@ -173,8 +177,10 @@ async def _send_ending(out: SSEWriter, outcome: Any, key: Optional[str],
 
 async def _session_id(runner: Any, key: Optional[str]) -> Optional[str]:
     """The session a keyed stream continues, for its ``X-Hermes-Session-Id`` header (sent before the
-    turn ends: after an exhausted-session reset the final chunk's ``hermes.session_id`` has the new one)."""
+    turn ends: after an exhausted-session reset the final chunk's ``hermes.session_id`` has the new
+    one)."""
     if key is None:
         return None
     live = runner.live_state(key)
-    return live.sid if live is not None else await asyncio.to_thread(runner.sessions.get_or_create, key)
+    return (live.sid if live is not None
+            else await asyncio.to_thread(runner.sessions.get_or_create, key))

@@ -1,9 +1,10 @@
-"""What a turn's outcome looks like on the wire (pure): HTTP errors, finish reasons, the ``hermes`` member.
+"""What a turn's outcome looks like on the wire (pure): HTTP errors, finish reasons, the ``hermes``
+member.
 
-SPEC §15: the last chunk's ``finish_reason`` is ``stop``, ``length`` (the turn stopped before an answer,
-e.g. at its iteration limit) or ``error`` (a failed or interrupted turn), and a turn that did not simply
-complete carries ``"hermes": {"completed", "failed", "partial", "error_code"}``. A lock-deferred turn is
-``partial``, not failed: its message is kept and the next one goes through.
+SPEC §15: the last chunk's ``finish_reason`` is ``stop``, ``length`` (the turn stopped before an
+answer, e.g. at its iteration limit) or ``error`` (a failed or interrupted turn), and a turn that
+did not simply complete carries ``"hermes": {"completed", "failed", "partial", "error_code"}``. A
+lock-deferred turn is ``partial``, not failed: its message is kept and the next one goes through.
 
 A failed turn is one OpenAI-shaped error: 502 when the provider failed (``agent.provider_failures``
 codes), 503 with ``Retry-After`` when it is overloaded, 500 for a failure of ours; its message is
@@ -62,7 +63,8 @@ def ending(outcome: Any, key: Optional[str]) -> tuple[str, Optional[dict[str, An
     if outcome.kind == "exhausted":
         if key is None:
             return "error", member("context_length_exceeded", failed=True)
-        return "error", {**member("compression_exhausted", failed=True), "session_id": outcome.session_id}
+        return "error", {**member("compression_exhausted", failed=True),
+                         "session_id": outcome.session_id}
     if outcome.kind == "interrupted":
         return "error", member("interrupted", failed=False)
     return "error", member(error_code(outcome), failed=True,
@@ -88,14 +90,16 @@ def raise_for(outcome: Any, key: Optional[str]) -> None:
     if outcome.kind == "exhausted" and key is None:
         raise APIError(400, outcome.text, code="context_length_exceeded", param="messages")
     if outcome.kind == "interrupted":
-        raise APIError(503, INTERRUPTED, "server_error", "interrupted", headers={"Retry-After": "5"})
+        raise APIError(503, INTERRUPTED, "server_error", "interrupted",
+                       headers={"Retry-After": "5"})
 
 
 def tool_progress(event: dict[str, Any]) -> dict[str, Any]:
-    """A ``hermes.tool.progress`` SSE record from an agent tool event. ``choices: []`` makes the record
-    look like a usage-only chunk to OpenAI SDKs that parse named events as chunks."""
+    """A ``hermes.tool.progress`` SSE record from an agent tool event. ``choices: []`` makes the
+    record look like a usage-only chunk to OpenAI SDKs that parse named events as chunks."""
     done = event.get("type") == "tool_end"
-    data: dict[str, Any] = {"toolCallId": str(event.get("id") or ""), "tool": str(event.get("name") or ""),
+    data: dict[str, Any] = {"toolCallId": str(event.get("id") or ""),
+                            "tool": str(event.get("name") or ""),
                             "status": "completed" if done else "running"}
     if done:
         data["ok"] = bool(event.get("ok", True))

@@ -22,10 +22,11 @@ def _id(prefix: str) -> str:
 
 class ResponseBuilder:
     def __init__(self, *, model: str, previous: Optional[str], conversation: Optional[str],
-                 instructions: Optional[str], metadata: Optional[dict[str, Any]], store: bool) -> None:
+                 instructions: Optional[str], metadata: Optional[dict[str, Any]],
+                 store: bool) -> None:
         self.id = f"resp_{secrets.token_hex(16)}"
-        self.base = {"id": self.id, "object": "response", "created_at": int(time.time()), "model": model,
-                     "previous_response_id": previous,
+        self.base = {"id": self.id, "object": "response", "created_at": int(time.time()),
+                     "model": model, "previous_response_id": previous,
                      "conversation": {"id": conversation} if conversation else None,
                      "instructions": instructions, "metadata": metadata or {}, "store": store,
                      "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
@@ -52,16 +53,18 @@ class ResponseBuilder:
     def delta(self, text: str) -> list[Event]:
         events: list[Event] = []
         if self._message is None:
-            item = {"type": "message", "id": _id("msg"), "status": "in_progress", "role": "assistant",
-                    "content": []}
+            item = {"type": "message", "id": _id("msg"), "status": "in_progress",
+                    "role": "assistant", "content": []}
             self.output.append(item)
             self._message = item
-            events.append(self._event("response.output_item.added", output_index=len(self.output) - 1,
+            events.append(self._event("response.output_item.added",
+                                      output_index=len(self.output) - 1,
                                       item=json.loads(json.dumps(item))))
             part = {"type": "output_text", "text": "", "annotations": []}
             item["content"].append(part)
             events.append(self._event("response.content_part.added", item_id=item["id"],
-                                      output_index=len(self.output) - 1, content_index=0, part=dict(part)))
+                                      output_index=len(self.output) - 1, content_index=0,
+                                      part=dict(part)))
         item = self._message
         item["content"][0]["text"] += text
         events.append(self._event("response.output_text.delta", item_id=item["id"],
@@ -79,7 +82,8 @@ class ResponseBuilder:
                             content_index=0, text=part["text"], logprobs=[]),
                 self._event("response.content_part.done", item_id=item["id"], output_index=index,
                             content_index=0, part=dict(part)),
-                self._event("response.output_item.done", output_index=index, item=json.loads(json.dumps(item)))]
+                self._event("response.output_item.done", output_index=index,
+                            item=json.loads(json.dumps(item)))]
 
     def tool(self, event: dict[str, Any]) -> list[Event]:
         """A ``tool_start`` / ``tool_end`` event of the agent's ``tool_progress_callback``."""
@@ -88,7 +92,8 @@ class ResponseBuilder:
             events = self._close_message()
             args = json.dumps(event.get("args") or {})
             item = {"type": "function_call", "id": _id("fc"), "call_id": call_id,
-                    "name": str(event.get("name") or ""), "arguments": args, "status": "in_progress"}
+                    "name": str(event.get("name") or ""), "arguments": args,
+                    "status": "in_progress"}
             self.output.append(item)
             index = self._calls[call_id] = len(self.output) - 1
             events.append(self._event("response.output_item.added", output_index=index,
@@ -105,7 +110,8 @@ class ResponseBuilder:
         item.update(status="completed", output=str(event.get("summary") or ""))
         return [self._event("response.output_item.done", output_index=index, item=dict(item))]
 
-    def finish(self, text: str, status: str, usage: dict[str, int], error: Optional[dict[str, Any]] = None,
+    def finish(self, text: str, status: str, usage: dict[str, int],
+               error: Optional[dict[str, Any]] = None,
                hermes: Optional[dict[str, Any]] = None) -> tuple[dict[str, Any], list[Event]]:
         """The final response object and the events that close the stream. ``text`` is the turn's
         answer: whatever of it was not streamed yet is added first."""
@@ -116,7 +122,8 @@ class ResponseBuilder:
         events += self._close_message()
         extra: dict[str, Any] = {"usage": usage, "error": error}
         if status == "incomplete":
-            extra["incomplete_details"] = {"reason": (hermes or {}).get("error_code") or "incomplete"}
+            extra["incomplete_details"] = {
+                "reason": (hermes or {}).get("error_code") or "incomplete"}
         if hermes is not None:
             extra["hermes"] = hermes
         final = self.snapshot(status, **extra)

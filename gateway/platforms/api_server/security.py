@@ -1,11 +1,11 @@
 """Who may talk to the API server: a web page the user happens to visit must not drive the agent.
 
 A browser can send a "simple" cross-origin POST (``text/plain``, no preflight) and, through DNS
-rebinding, make a hostile name resolve to 127.0.0.1 and read the answers. So every request is checked
-in this order: the ``Host`` names this server (a rebinding page sends its own name), the ``Origin`` is
-one the owner listed (or absent, as with non-browser clients), the Bearer key matches (always
-required), and a POST body is ``application/json`` (which a page can only send after a CORS preflight
-we do not grant). The decisions are pure functions; ``make_middleware`` applies them.
+rebinding, make a hostile name resolve to 127.0.0.1 and read the answers. So every request is
+checked in this order: the ``Host`` names this server (a rebinding page sends its own name), the
+``Origin`` is one the owner listed (or absent, as with non-browser clients), the Bearer key matches
+(always required), and a POST body is ``application/json`` (which a page can only send after a CORS
+preflight we do not grant). The decisions are pure functions; ``make_middleware`` applies them.
 """
 from __future__ import annotations
 
@@ -71,7 +71,8 @@ def split_host(value: str) -> tuple[str, Optional[int]]:
     return host, int(rest[1:])
 
 
-def host_allowed(header: Optional[str], bound_host: str, port: int, allowed: Iterable[str] = ()) -> bool:
+def host_allowed(header: Optional[str], bound_host: str, port: int,
+                 allowed: Iterable[str] = ()) -> bool:
     """Is ``Host: header`` this server? The bound address or a loopback name, on our port; a name
     the owner configured (``name`` for any port, ``name:port`` for one); any IP literal on our port
     when bound to every interface (rebinding needs a DNS name, so an IP literal is never one)."""
@@ -111,7 +112,8 @@ def origin_allowed(origin: str, cors_origins: Iterable[str]) -> bool:
 
 def is_json_content_type(value: Optional[str]) -> bool:
     media = (value or "").split(";", 1)[0].strip().lower()
-    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+    return media == "application/json" or (media.startswith("application/")
+                                           and media.endswith("+json"))
 
 
 def key_matches(authorization: Optional[str], key: bytes) -> bool:
@@ -129,7 +131,8 @@ def cors_headers(origin: str) -> dict[str, str]:
 
 
 def preflight_headers(origin: str) -> dict[str, str]:
-    return {**cors_headers(origin), "Access-Control-Allow-Methods": "GET, POST, PATCH, DELETE, OPTIONS",
+    return {**cors_headers(origin),
+            "Access-Control-Allow-Methods": "GET, POST, PATCH, DELETE, OPTIONS",
             "Access-Control-Allow-Headers": CORS_ALLOW_HEADERS, "Access-Control-Max-Age": "600"}
 
 
@@ -147,23 +150,27 @@ def make_middleware(server: Any) -> Any:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         origin = request.headers.get("Origin")
-        cors = cors_headers(origin) if origin and origin_allowed(origin, server.cors_origins) else {}
+        cors = (cors_headers(origin) if origin and origin_allowed(origin, server.cors_origins)
+                else {})
         request[CORS_KEY] = cors  # added by add_cors_headers to every response, streamed ones too
         try:
             resp = await _checked(server, request, handler, origin, cors)
         except APIError as exc:
-            resp = error_response(exc.status, exc.message, exc.type, exc.code, exc.param, exc.headers)
+            resp = error_response(exc.status, exc.message, exc.type, exc.code, exc.param,
+                                  exc.headers)
         except TurnLimitReached as exc:  # the process holds all the turns it can (gateway.capacity)
             resp = error_response(429, str(exc), "rate_limit_error", "turn_limit",
                                   headers={"Retry-After": str(exc.retry_after)})
-        except SessionBusy as exc:  # another worker kept the session's turn lease too long (gateway.lease)
+        # another worker kept the session's turn lease too long (gateway.lease)
+        except SessionBusy as exc:
             resp = error_response(409, str(exc), "invalid_request_error", "session_busy",
                                   headers={"Retry-After": "5"})
         except web.HTTPException as exc:
             if exc.status < 400:
                 raise
             kind = "not_found" if exc.status == 404 else "invalid_request_error"
-            resp = error_response(exc.status, f"{exc.reason}: {request.method} {request.path}", kind)
+            resp = error_response(exc.status, f"{exc.reason}: {request.method} {request.path}",
+                                  kind)
         except (ConnectionResetError, asyncio.CancelledError):
             raise
         except Exception:
@@ -175,7 +182,8 @@ def make_middleware(server: Any) -> Any:
 
 
 async def add_cors_headers(request: web.Request, response: web.StreamResponse) -> None:
-    """``on_response_prepare`` hook: the CORS grant the middleware decided on, just before the headers go."""
+    """``on_response_prepare`` hook: the CORS grant the middleware decided on, just before the
+    headers go."""
     response.headers.update(request.get(CORS_KEY) or {})
 
 
@@ -187,9 +195,11 @@ async def _checked(server: Any, request: web.Request, handler: Handler, origin: 
                             f"http://127.0.0.1:{server.port} or add the name to "
                             "gateway.api_server.allowed_hosts.", code="host_not_allowed")
     if origin and not cors and not same_origin(origin, host):
-        raise APIError(403, f"Origin {origin!r} is not allowed; list it in gateway.api_server.cors_origins "
-                            "to let that web page call the API.", code="origin_not_allowed")
-    if request.method == "OPTIONS" and origin and request.headers.get("Access-Control-Request-Method"):
+        raise APIError(403, f"Origin {origin!r} is not allowed; list it in "
+                            "gateway.api_server.cors_origins to let that web page call the API.",
+                            code="origin_not_allowed")
+    if (request.method == "OPTIONS" and origin
+            and request.headers.get("Access-Control-Request-Method")):
         return web.Response(status=204, headers=preflight_headers(origin))
     open_path = request.path in OPEN_PATHS or (
         request.method in ("GET", "HEAD") and request.path in getattr(server, "public_paths", ()))
@@ -199,13 +209,13 @@ async def _checked(server: Any, request: web.Request, handler: Handler, origin: 
                            "shutting_down", headers={"Retry-After": "5"})
         return await handler(request)  # it checks its own signature, any body type
     if not open_path and not key_matches(request.headers.get("Authorization"), server.key):
-        raise APIError(401, "Invalid or missing API key (send 'Authorization: Bearer <key>'; the key is "
-                            "API_SERVER_KEY in HERMES_HOME/.env).", code="invalid_api_key")
+        raise APIError(401, "Invalid or missing API key (send 'Authorization: Bearer <key>'; the "
+                            "key is API_SERVER_KEY in HERMES_HOME/.env).", code="invalid_api_key")
     if request.method in ("POST", "PUT", "PATCH") and _has_body(request) \
             and not is_json_content_type(request.headers.get("Content-Type")):
         raise APIError(415, "Request bodies must be sent with 'Content-Type: application/json'.",
                        code="unsupported_media_type")
     if not open_path and not server.runner.accepting:
-        raise APIError(503, "The gateway is shutting down; retry shortly.", "server_error", "shutting_down",
-                       headers={"Retry-After": "5"})
+        raise APIError(503, "The gateway is shutting down; retry shortly.", "server_error",
+                       "shutting_down", headers={"Retry-After": "5"})
     return await handler(request)

@@ -1,9 +1,9 @@
 """The API server: an aiohttp app in front of the runner, assembled from route registrars.
 
-Each concern registers its own routes (``chat``, ``responses``, ``sessions_api``; other features such
-as cron's ``/api/jobs`` through ``APIServer.add_routes``) with ``add_endpoint``, which also lists the
-route in ``GET /v1/capabilities``. Security checks (key, Host, Origin, Content-Type) apply to every
-route through one middleware (``security``), so a registrar writes plain handlers.
+Each concern registers its own routes (``chat``, ``responses``, ``sessions_api``; other features
+such as cron's ``/api/jobs`` through ``APIServer.add_routes``) with ``add_endpoint``, which also
+lists the route in ``GET /v1/capabilities``. Security checks (key, Host, Origin, Content-Type) apply
+to every route through one middleware (``security``), so a registrar writes plain handlers.
 """
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ class APIServer:
 
     def __init__(self, runner: Any, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
                  key: Optional[str] = None, max_body_bytes: int = DEFAULT_MAX_BODY,
-                 allowed_hosts: Iterable[str] = (), cors_origins: Iterable[str] = (), reuse_port: bool = False,
-                 response_headers: Optional[dict[str, str]] = None,
+                 allowed_hosts: Iterable[str] = (), cors_origins: Iterable[str] = (),
+                 reuse_port: bool = False, response_headers: Optional[dict[str, str]] = None,
                  idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
                  max_connections: Optional[int] = None) -> None:
         """``reuse_port``: share the port with other workers (``hermes gateway run --workers``);
@@ -46,9 +46,9 @@ class APIServer:
         ``idle_timeout``/``max_connections``: see ``api_server.connections``."""
         if not key:
             raise APIServerConfigError(
-                "API server: no API key. Set API_SERVER_KEY (or gateway.api_server.key); `hermes gateway "
-                "run` generates one into HERMES_HOME/.env on first start. Clients send it as "
-                "'Authorization: Bearer <key>'.")
+                "API server: no API key. Set API_SERVER_KEY (or gateway.api_server.key); `hermes "
+                "gateway run` generates one into HERMES_HOME/.env on first start. Clients send it "
+                "as 'Authorization: Bearer <key>'.")
         if len(key) < MIN_KEY_CHARS:
             log.warning("API_SERVER_KEY is shorter than %d characters; use a long random key",
                         MIN_KEY_CHARS)
@@ -69,8 +69,9 @@ class APIServer:
 
     # -- extension ------------------------------------------------------------------------------
     def add_routes(self, registrar: RouteRegistrar) -> "APIServer":
-        """Have ``registrar(server)`` add routes (with ``server.add_endpoint``) when the app is built;
-        call before ``start()``. Handlers get the key/Host/Origin/Content-Type checks for free."""
+        """Have ``registrar(server)`` add routes (with ``server.add_endpoint``) when the app is
+        built; call before ``start()``. Handlers get the key/Host/Origin/Content-Type checks for
+        free."""
         self._registrars.append(registrar)
         return self
 
@@ -151,8 +152,8 @@ class APIServer:
     # -- what the server offers ------------------------------------------------------------------
     def capabilities(self) -> dict[str, Any]:
         """``GET /v1/capabilities`` (SPEC §15): what a client may feature-detect."""
-        return {"object": "hermes.api_server.capabilities", "platform": "hermes-agent", "model": MODEL_ID,
-                "auth": {"type": "bearer", "required": True},
+        return {"object": "hermes.api_server.capabilities", "platform": "hermes-agent",
+                "model": MODEL_ID, "auth": {"type": "bearer", "required": True},
                 "features": dict(self.features), "endpoints": dict(self.endpoints)}
 
 

@@ -1,11 +1,11 @@
 """Which persistent session a request continues: ``X-Hermes-Session-Key`` / ``X-Hermes-Session-Id``.
 
 - ``X-Hermes-Session-Key: NAME`` is a stable name the client chose. It maps to the session's current
-  id, which changes when the session is reset (e.g. compression exhausted); the response says which id
-  served it in ``X-Hermes-Session-Id``. A name never seen before starts a conversation.
-- ``X-Hermes-Session-Id: VALUE`` (the older header) works as before: a name like the key, or the id of
-  an existing session, which is then continued (a chat platform's session excepted: its transcript is
-  private to that chat, so it is visible in the sessions API but never adoptable).
+  id, which changes when the session is reset (e.g. compression exhausted); the response says which
+  id served it in ``X-Hermes-Session-Id``. A name never seen before starts a conversation.
+- ``X-Hermes-Session-Id: VALUE`` (the older header) works as before: a name like the key, or the id
+  of an existing session, which is then continued (a chat platform's session excepted: its
+  transcript is private to that chat, so it is visible in the sessions API but never adoptable).
 Both share one namespace (``api_server:session:<name>``), so a client may switch headers.
 - Both together (Hermes 0.22): the key names the conversation (the runner key, so its lock and
   agent), the id its current transcript: the key is bound to that id first, and an id the store
@@ -51,7 +51,8 @@ def session_key_of(request: web.Request) -> tuple[Optional[str], Optional[str]]:
 
 
 async def resolve(runner: Any, request: web.Request) -> Optional[str]:
-    """The runner key for this request (binding an adopted session id first), or None (stateless)."""
+    """The runner key for this request (binding an adopted session id first), or None
+    (stateless)."""
     key, header = session_key_of(request)
     if key is None:
         return None
@@ -81,8 +82,8 @@ def _adopt_existing(runner: Any, key: str, name: str) -> None:
     if db.get_session_for_key(key) is not None or db.get_session(name) is None:
         return
     if runner.sessions.owned_by_chat(name, runner.adapters):
-        raise APIError(403, f"Session '{name}' belongs to a chat platform conversation; the API server "
-                            "cannot continue it. Use another session name.",
+        raise APIError(403, f"Session '{name}' belongs to a chat platform conversation; the API "
+                            "server cannot continue it. Use another session name.",
                        code="session_not_allowed", param=SESSION_ID_HEADER)
     db.bind_session_key(key, name)
 

@@ -14,7 +14,8 @@ from aiohttp import web
 from gateway.platforms.api_server.wire import APIError, query_int
 
 SESSION_FIELDS = ("id", "title", "source", "model", "parent_session_id", "started_at", "updated_at",
-                  "ended_at", "end_reason", "message_count", "prompt_tokens", "completion_tokens", "compactions")
+                  "ended_at", "end_reason", "message_count", "prompt_tokens", "completion_tokens",
+                  "compactions")
 MESSAGE_FIELDS = ("id", "role", "content", "tool_calls", "tool_call_id", "tool_name", "created_at")
 
 

@@ -1,9 +1,10 @@
-"""Server-sent events: the writer, and the bridge from an agent thread's callbacks to the event loop.
+"""Server-sent events: the writer, and the bridge from an agent thread's callbacks to the event
+loop.
 
 ``TurnFeed`` collects what the agent reports while a turn runs (text deltas, tool start/end) through
-thread-safe callbacks; ``TurnFeed.events`` yields them on the loop in arrival order until the turn is
-over, with a ``keepalive`` tick when nothing happened for a while (proxies drop silent streams) and a
-``gone`` item when the client went away (so the caller can interrupt the turn).
+thread-safe callbacks; ``TurnFeed.events`` yields them on the loop in arrival order until the turn
+is over, with a ``keepalive`` tick when nothing happened for a while (proxies drop silent streams)
+and a ``gone`` item when the client went away (so the caller can interrupt the turn).
 """
 from __future__ import annotations
 
@@ -29,11 +30,13 @@ def sse_bytes(data: Any, event: Optional[str] = None, event_id: Optional[int] = 
 
 
 class SSEWriter:
-    """A text/event-stream response; ``send`` raises ConnectionResetError once the client is gone."""
+    """A text/event-stream response; ``send`` raises ConnectionResetError once the client is
+    gone."""
 
     def __init__(self, request: web.Request, headers: Optional[dict[str, str]] = None) -> None:
         self.request = request
-        self.resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+        self.resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                                "Cache-Control": "no-cache",
                                                 "X-Accel-Buffering": "no", **(headers or {})})
         self._held: list[bytes] = []  # records kept for the next write (``flush=False``)
 
@@ -126,8 +129,8 @@ class TurnFeed:
 
     async def events(self, turn: "asyncio.Future[Any]", writer: Optional[SSEWriter] = None,
                      keepalive: float = KEEPALIVE_SECONDS) -> AsyncIterator[tuple[str, Any]]:
-        """``("delta", text)``, ``("tool", event)``, ``("keepalive", None)`` or ``("gone", None)`` until
-        ``turn`` is done and everything it reported was yielded."""
+        """``("delta", text)``, ``("tool", event)``, ``("keepalive", None)`` or ``("gone", None)``
+        until ``turn`` is done and everything it reported was yielded."""
         loop = asyncio.get_running_loop()
         quiet_since = loop.time()
         turn.add_done_callback(self._poke)

@@ -1,8 +1,8 @@
 """OpenAI-shaped errors and request bodies: what every route of the API server shares.
 
-Every error a client sees is OpenAI's ``{"error": {"message", "type", "param", "code"}}`` JSON, so the
-official SDKs raise their usual exception classes. Bodies are read in bounded chunks and refused past
-the configured size before they are parsed.
+Every error a client sees is OpenAI's ``{"error": {"message", "type", "param", "code"}}`` JSON, so
+the official SDKs raise their usual exception classes. Bodies are read in bounded chunks and refused
+past the configured size before they are parsed.
 """
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ class APIError(Exception):
                  code: Optional[str] = None, param: Optional[str] = None,
                  headers: Optional[dict[str, str]] = None) -> None:
         super().__init__(message)
-        self.status, self.message, self.type, self.code, self.param = status, message, type_, code, param
+        self.status, self.message, self.type, self.code, self.param = (status, message, type_,
+                                                                       code, param)
         self.headers = headers
 
 
@@ -34,8 +35,10 @@ def error_response(status: int, message: str, type_: str = "invalid_request_erro
 
 
 async def read_json(request: web.Request, max_bytes: int) -> dict[str, Any]:
-    """The request body as a JSON object; 413 past ``max_bytes`` (checked while reading), 400 otherwise."""
-    too_big = APIError(413, f"Request body is larger than {max_bytes} bytes.", code="request_too_large")
+    """The request body as a JSON object; 413 past ``max_bytes`` (checked while reading), 400
+    otherwise."""
+    too_big = APIError(413, f"Request body is larger than {max_bytes} bytes.",
+                       code="request_too_large")
     if request.content_length is not None and request.content_length > max_bytes:
         raise too_big
     data = bytearray()
@@ -73,8 +76,8 @@ def check_roles(items: list[dict[str, Any]], param: str, required: bool) -> None
     for n, item in enumerate(items):
         role = item.get("role")
         if (role is not None or required) and role not in ROLES:
-            raise APIError(400, f"{param}[{n}].role must be one of {', '.join(ROLES)}, not {role!r}.",
-                           param=param)
+            raise APIError(400, f"{param}[{n}].role must be one of {', '.join(ROLES)}, "
+                                f"not {role!r}.", param=param)
 
 
 def query_int(request: web.Request, name: str, default: int, low: int, high: int) -> int:

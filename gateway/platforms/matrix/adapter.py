@@ -65,7 +65,8 @@ class MatrixAdapter(PlatformAdapter):
             else:
                 login = await client.login(self._password, device_name="Hermes")
                 if not isinstance(login, LoginResponse):
-                    raise RuntimeError(f"login as {self.user_id} failed: {first_line(login.message)}")
+                    raise RuntimeError(f"login as {self.user_id} failed: "
+                                       f"{first_line(login.message)}")
         except BaseException:
             await client.close()
             raise
@@ -152,7 +153,8 @@ class MatrixAdapter(PlatformAdapter):
     async def _on_invite(self, room_id: str, info: Any) -> None:
         inviter = next((getattr(e, "sender", "") for e in info.invite_state
                         if getattr(e, "state_key", None) == self.user_id), "")
-        welcome = self.accept_invites == "all" or await asyncio.to_thread(self.user_allowed, inviter)
+        welcome = (self.accept_invites == "all"
+                   or await asyncio.to_thread(self.user_allowed, inviter))
         if welcome:
             log.info("matrix: joining %s (invited by %s)", room_id, inviter)
             await self.client.join(room_id)
