@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from gateway.platforms.base import end_task
 from hermes_core.retry import jittered_backoff
 
 log = logging.getLogger("gateway.platforms")
@@ -106,9 +107,6 @@ class PlatformStarter:
     async def stop(self) -> None:
         self._stopping.set()
         for st in self.states.values():
-            if st.task is not None:
-                st.task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await st.task
+            await end_task(st.task)
             if st.state != "connected":
                 st.state = "stopped"

@@ -15,11 +15,23 @@ channel, a Matrix thread root, an email thread's first Message-ID); replies go b
 from __future__ import annotations
 
 import abc
+import asyncio
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Optional, Sequence
 
 MAX_ATTACHMENT_BYTES = 20 << 20  # larger files are not downloaded; the message says so
+
+
+async def end_task(task: Optional["asyncio.Task[Any]"]) -> None:
+    """Cancel a receive loop (or any background task) and wait until it has ended, whatever it
+    raised: stopping a platform must never fail on the way its loop ended."""
+    if task is None:
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
 
 
 @dataclass

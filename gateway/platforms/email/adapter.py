@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from gateway.platforms import settings as ps
-from gateway.platforms.base import MessageEvent, PlatformAdapter
+from gateway.platforms.base import MessageEvent, PlatformAdapter, end_task
 from gateway.platforms.email import compose, parse
 from gateway.platforms.retrying import Permanent, retrying
 
@@ -65,10 +65,7 @@ class EmailAdapter(PlatformAdapter):
     async def stop_receiving(self) -> None:
         self._receiving = False
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await end_task(task)
 
     async def stop(self) -> None:
         await self.stop_receiving()

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from gateway.platforms import settings as ps
-from gateway.platforms.base import MAX_ATTACHMENT_BYTES, Attachment, MessageEvent, PlatformAdapter
+from gateway.platforms.base import (MAX_ATTACHMENT_BYTES, Attachment, MessageEvent,
+                                    PlatformAdapter, end_task)
 from gateway.platforms.matrix import events
 from gateway.platforms.retrying import Permanent, first_line, retrying
 
@@ -127,10 +128,7 @@ class MatrixAdapter(PlatformAdapter):
     async def stop_receiving(self) -> None:
         self._receiving = False
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await end_task(task)
 
     async def stop(self) -> None:
         await self.stop_receiving()
