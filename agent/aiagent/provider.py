@@ -18,6 +18,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from hermes_core.config import HermesConfig
 
 LOCAL_MAX_TOOL_ROUNDS = 1  # rounds of tool calls per turn offered to the embedded model
+EMPTY_RETRY_TEMPERATURE = 0.7  # the one retry after an empty reply from the embedded model
+EMPTY_RETRY_MAX_TOKENS = 192  # ... and its length
 
 
 class ProviderMixin:
@@ -101,8 +103,8 @@ class ProviderMixin:
             reply = plugin_hooks.around_request(self, api_messages, lambda: request_chat(
                 client, model=self.model, messages=api_messages, tools=self._offered(state),
                 stream_callback=state.stream_callback, interrupted=self._interrupt_event,
-                raw_body=self._raw_body, max_tokens=self.max_tokens,
-                tool_choice=self._tool_choice(state)))
+                raw_body=self._raw_body, max_tokens=self._max_tokens(state),
+                tool_choice=self._tool_choice(state), temperature=self._retry_temperature(state)))
             if local and self._interrupt_event.is_set():
                 raise Interrupted()  # abort() cut the answer short: it is not the answer
             self._emit_reasoning(reply)
@@ -117,6 +119,19 @@ class ProviderMixin:
                 cut = self._interrupt_event.is_set()
             if pool is not None:
                 pool.give_back(client, reusable=not cut)
+
+    def _retry_temperature(self, state: TurnState) -> Optional[float]:
+        """The embedded model samples greedily, so asking again after an empty reply would get the
+        same empty reply: that one retry samples (``EMPTY_RETRY_TEMPERATURE``) instead."""
+        if self.provider == "local" and state.extras.get("empty_retry"):
+            return EMPTY_RETRY_TEMPERATURE
+        return None
+
+    def _max_tokens(self, state: TurnState) -> Optional[int]:
+        """The sampled retry of the embedded model is kept short: it must not ramble for minutes."""
+        if self.max_tokens is None and self._retry_temperature(state) is not None:
+            return EMPTY_RETRY_MAX_TOKENS
+        return self.max_tokens
 
     def _offered(self, state: TurnState) -> Optional[list[dict]]:
         """The tools this request offers: a tiny local model would call tools forever, so after
