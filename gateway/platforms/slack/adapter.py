@@ -1,8 +1,10 @@
-"""Slack through slack-bolt in Socket Mode: the app opens a WebSocket to Slack (no public URL
-needed), acknowledges each event and hands messages to the runner; answers go out with
-``chat.postMessage`` in Slack's mrkdwn, into the message's thread. The Socket Mode client
-reconnects by itself when Slack drops the socket; a send that fails while Slack is away is
-retried (``gateway.platforms.retrying``), so nothing is lost across a reconnect."""
+"""Slack through slack-bolt, in Socket Mode (the app opens a WebSocket to Slack: no public URL
+needed) or HTTP Events mode (Slack POSTs events to our Request URL, ``slack.http_events``). The
+app acknowledges each event and hands messages to the runner; answers go out with
+``chat.postMessage`` in Slack's mrkdwn, into the message's thread, and the agent's files with
+``files_upload_v2`` (getUploadURLExternal, the upload, completeUploadExternal) into the same
+thread. The Socket Mode client reconnects by itself when Slack drops the socket; a send that
+fails while Slack is away is retried (``gateway.platforms.retrying``), so nothing is lost."""
 from __future__ import annotations
 
 import contextlib
@@ -14,11 +16,13 @@ from gateway.platforms.base import MAX_ATTACHMENT_BYTES, Attachment, MessageEven
 from gateway.platforms.markup import slack_mrkdwn
 from gateway.platforms.retrying import Permanent, retrying
 from gateway.platforms.slack import events
+from gateway.platforms.slack.http_events import EventsServer, HttpSettings
 
 log = logging.getLogger("gateway.slack")
 
 PERMANENT_ERRORS = ("channel_not_found", "not_in_channel", "is_archived", "invalid_auth",
-                    "account_inactive", "msg_too_long", "no_text", "not_authed")
+                    "account_inactive", "msg_too_long", "no_text", "not_authed", "missing_scope",
+                    "file_uploads_disabled")
 
 
 class SlackAdapter(PlatformAdapter):
@@ -26,12 +30,16 @@ class SlackAdapter(PlatformAdapter):
     max_message_length = 3_900  # Slack shows longer messages truncated behind "show more"
 
     def __init__(self, bot_token: str, app_token: str = "", *,
-                 base_url: str = "https://slack.com/api/") -> None:
+                 base_url: str = "https://slack.com/api/",
+                 http: Optional[HttpSettings] = None) -> None:
+        """``http``: receive in HTTP Events mode with these settings (else Socket Mode)."""
         super().__init__()
         self._bot_token, self._app_token, self.base_url = bot_token, app_token, base_url
+        self.http = http
         self.bot_user = ""
         self._client: Any = None
         self._socket: Any = None
+        self.server: Optional[EventsServer] = None
         self._seen: dict[str, None] = {}
 
     async def connect(self) -> None:
@@ -48,17 +56,24 @@ class SlackAdapter(PlatformAdapter):
         self.bot_user = str(auth["user_id"])
 
     async def start(self) -> None:
-        from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
         from slack_bolt.async_app import AsyncApp
 
-        if not self._app_token:
+        if self.http is None and not self._app_token:
             raise RuntimeError("Slack: SLACK_APP_TOKEN (xapp-…) is needed to receive messages "
-                               "(Socket Mode); create one under Basic Information")
+                               "in Socket Mode (create one under Basic Information), or set "
+                               "SLACK_SIGNING_SECRET and gateway.slack.mode: http")
         await self.connect()
-        app = AsyncApp(name="hermes", token=self._bot_token, client=self._client,
-                       request_verification_enabled=False)
+        verify = {"signing_secret": self.http.signing_secret} if self.http is not None \
+            else {"request_verification_enabled": False}  # the socket itself is authenticated
+        app = AsyncApp(name="hermes", client=self._client, **verify)
         app.event("message")(self._on_event)
         app.event("app_mention")(self._on_event)
+        if self.http is not None:
+            self.server = EventsServer(app, self.http)
+            await self.server.start()
+            return
+        from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+
         self._socket = AsyncSocketModeHandler(app, self._app_token, web_client=self._client)
         await self._socket.connect_async()
         log.info("slack: connected as %s (Socket Mode)", self.bot_user)
@@ -68,6 +83,10 @@ class SlackAdapter(PlatformAdapter):
         if handler is not None:
             with contextlib.suppress(Exception):
                 await handler.close_async()
+        server, self.server = self.server, None
+        if server is not None:
+            with contextlib.suppress(Exception):
+                await server.stop()
 
     async def stop(self) -> None:
         await self.stop_receiving()
@@ -122,19 +141,39 @@ class SlackAdapter(PlatformAdapter):
                               f"slack: sending to {chat_id}")
 
     async def _post(self, chat_id: str, text: str, thread_id: Optional[str]) -> str:
-        from slack_sdk.errors import SlackApiError
-
-        try:
+        async with _refusals("the message"):
             resp = await self._client.chat_postMessage(channel=chat_id, text=slack_mrkdwn(text),
                                                        thread_ts=thread_id or None)
-        except SlackApiError as exc:
-            error = str(exc.response.get("error"))
-            if error in PERMANENT_ERRORS:
-                raise Permanent(f"Slack refused the message: {error}") from None
-            raise
         return str(resp["ts"])
 
     async def send_file(self, chat_id: str, path: Path, *, caption: str = "",
                         thread_id: Optional[str] = None) -> Optional[str]:
-        """Uploads are not done yet: the file is named in a message."""
-        return await super().send_file(chat_id, path, caption=caption, thread_id=thread_id)
+        """An upload into the chat (and thread); Slack shows images inline."""
+        if self._client is None:
+            await self.connect()
+        return await retrying(lambda: self._upload(chat_id, path, caption, thread_id),
+                              f"slack: uploading {path.name} to {chat_id}")
+
+    async def _upload(self, chat_id: str, path: Path, caption: str,
+                      thread_id: Optional[str]) -> str:
+        async with _refusals(f"the file {path.name}"):
+            resp = await self._client.files_upload_v2(
+                channel=chat_id, file=str(path), filename=path.name, title=path.name,
+                initial_comment=slack_mrkdwn(caption) if caption else None,
+                thread_ts=thread_id or None)
+        files = resp.get("files") or [{}]
+        return str(files[0].get("id") or path.name)
+
+
+@contextlib.asynccontextmanager
+async def _refusals(what: str) -> Any:
+    """Slack's errors that a retry cannot fix become ``Permanent``; others are retried."""
+    from slack_sdk.errors import SlackApiError
+
+    try:
+        yield
+    except SlackApiError as exc:
+        error = str(exc.response.get("error"))
+        if error in PERMANENT_ERRORS:
+            raise Permanent(f"Slack refused {what}: {error}") from None
+        raise

@@ -5,14 +5,21 @@ and Socket Mode (``apps.connections.open`` hands out a WebSocket URL; the server
 
 Tests push events with ``push`` (it returns once the app acknowledged the envelope), read what
 the bot posted from ``posted``, and ``drop()`` the socket as Slack does when it rotates
-connections. Files are served from ``/files/<name>`` to the bot token only."""
+connections. Files are served from ``/files/<name>`` to the bot token only; the bot's uploads
+(``files.getUploadURLExternal``, a POST of the bytes to the upload URL, then
+``files.completeUploadExternal``) land in ``uploads``. HTTP Events mode: ``deliver`` POSTs an
+event to the app's Request URL signed as Slack signs it (``X-Slack-Signature``)."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import itertools
 import json
 import threading
 import time
+import urllib.error
+import urllib.request
 import uuid
 from typing import Any, Optional
 
@@ -20,12 +27,15 @@ from aiohttp import WSMsgType, web
 
 BOT_TOKEN, APP_TOKEN = "xoxb-test-bot-token", "xapp-test-app-token"
 BOT_USER, TEAM = "UHERMES01", "T0TEAM001"
+SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 
 
 class FakeSlack:
     def __init__(self) -> None:
         self.posted: list[dict[str, Any]] = []
         self.files: dict[str, bytes] = {}
+        self.uploads: list[dict[str, Any]] = []  # completed uploads, with their bytes
+        self._staged: dict[str, dict[str, Any]] = {}  # file id -> name, length, bytes
         self.connections = 0  # Socket Mode connections opened so far
         self._ts = itertools.count(1)
         self._cond = threading.Condition()
@@ -62,6 +72,7 @@ class FakeSlack:
         app.router.add_post("/api/{method}", self._api)
         app.router.add_get("/link", self._socket)
         app.router.add_get("/files/{name}", self._file)
+        app.router.add_post("/upload/{file_id}", self._receive_upload)
         self._runner = web.AppRunner(app, shutdown_timeout=1)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -84,6 +95,7 @@ class FakeSlack:
             params = await request.json()
         else:
             params = dict(await request.post())
+        params = {**request.query, **params}  # slack_sdk sends some methods' params in the URL
         want = APP_TOKEN if method == "apps.connections.open" else BOT_TOKEN
         if token != want:
             return web.json_response({"ok": False, "error": "invalid_auth"})
@@ -105,6 +117,32 @@ class FakeSlack:
             self.posted.append({**p, "ts": ts})
             self._cond.notify_all()
         return {"channel": p.get("channel"), "ts": ts, "message": {"text": p.get("text")}}
+
+    def _m_files_getUploadURLExternal(self, p: dict[str, Any]) -> dict[str, Any]:
+        file_id = f"F{uuid.uuid4().hex[:10].upper()}"
+        self._staged[file_id] = {"name": p.get("filename"), "length": int(p["length"])}
+        return {"file_id": file_id,
+                "upload_url": f"http://127.0.0.1:{self.port}/upload/{file_id}"}
+
+    async def _receive_upload(self, request: web.Request) -> web.Response:
+        staged = self._staged.get(request.match_info["file_id"])
+        if staged is None:
+            return web.Response(status=404, text="unknown upload")
+        staged["data"] = await request.read()
+        return web.Response(text=f"OK - {len(staged['data'])}")
+
+    def _m_files_completeUploadExternal(self, p: dict[str, Any]) -> dict[str, Any]:
+        done = []
+        for f in json.loads(p["files"]):
+            staged = self._staged.pop(f["id"])
+            assert len(staged.get("data", b"")) == staged["length"], "upload length mismatch"
+            done.append({"id": f["id"], "name": staged["name"], "title": f.get("title")})
+            with self._cond:
+                self.uploads.append({**staged, "channel": p.get("channel_id"),
+                                     "thread_ts": p.get("thread_ts"),
+                                     "initial_comment": p.get("initial_comment")})
+                self._cond.notify_all()
+        return {"files": done}
 
     async def _file(self, request: web.Request) -> web.Response:
         if request.headers.get("Authorization") != f"Bearer {BOT_TOKEN}":
@@ -161,3 +199,42 @@ class FakeSlack:
             if not self._cond.wait_for(lambda: len(mine()) >= n, timeout):
                 raise AssertionError(f"{n} message(s) to {channel}: got {mine()}")
             return mine()
+
+    def wait_uploads(self, n: int = 1, timeout: float = 30) -> list[dict[str, Any]]:
+        with self._cond:
+            if not self._cond.wait_for(lambda: len(self.uploads) >= n, timeout):
+                raise AssertionError(f"{n} upload(s): got {self.uploads}")
+            return list(self.uploads)
+
+    def reset(self) -> None:
+        """Forget what earlier tests posted (one fake serves a whole test module)."""
+        with self._cond:
+            self.posted.clear()
+            self.uploads.clear()
+            self.files.clear()
+
+    # -- HTTP Events mode --------------------------------------------------------------------
+    def envelope(self, event: dict[str, Any]) -> dict[str, Any]:
+        return {"token": "verification", "team_id": TEAM, "api_app_id": "AHERMES01",
+                "type": "event_callback", "event_id": "Ev" + uuid.uuid4().hex[:10],
+                "event_time": int(time.time()), "event": event}
+
+
+def deliver(url: str, body: dict[str, Any], *, secret: str = SIGNING_SECRET, retry: int = 0,
+            timestamp: Optional[int] = None) -> tuple[int, str]:
+    """POST ``body`` to a Request URL as Slack does: signed ``v0=HMAC-SHA256(secret,
+    "v0:<timestamp>:<body>")``; ``retry`` > 0 adds Slack's retry headers. -> (status, text)."""
+    raw = json.dumps(body).encode()
+    stamp = str(int(time.time()) if timestamp is None else timestamp)
+    digest = hmac.new(secret.encode(), b"v0:" + stamp.encode() + b":" + raw,
+                      hashlib.sha256).hexdigest()
+    headers = {"Content-Type": "application/json", "X-Slack-Request-Timestamp": stamp,
+               "X-Slack-Signature": f"v0={digest}"}
+    if retry:
+        headers.update({"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_timeout"})
+    request = urllib.request.Request(url, data=raw, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
