@@ -7,8 +7,8 @@ import pytest
 from gateway.platforms.slack import build
 from gateway.sessions import session_key
 from tests.fake_provider import text, tool_calls
-from tests.gateway.platforms.conftest import (LONG_ANSWER, PNG, last_user_message, user_texts,
-                                              wait_until)
+from tests.gateway.platforms.conftest import (LONG_ANSWER, PNG, VOICE, last_user_message,
+                                              user_texts, wait_until)
 from tests.gateway.platforms.fake_slack import APP_TOKEN, BOT_TOKEN, BOT_USER, FakeSlack
 
 ALICE, BOB, EVE = "UALICE001", "UBOB00001", "UEVE00001"
@@ -25,16 +25,24 @@ def dm(user: str, words: str, channel: str = DM, **extra) -> dict:
             "text": words, "ts": ts(), **extra}
 
 
+@pytest.fixture(scope="module")
+def fake_slack():
+    fake = FakeSlack().start()  # one fake for the module; each test has its own gateway
+    yield fake
+    fake.stop()
+
+
 @pytest.fixture
-def slack(make_gateway, monkeypatch):
-    fake = FakeSlack().start()
+def slack(fake_slack, make_gateway, monkeypatch):
+    fake = fake_slack
+    fake.reset()
     monkeypatch.setenv("SLACK_ALLOWED_USERS", f"{ALICE},{BOB}")
     adapter = build({"bot_token": BOT_TOKEN, "app_token": APP_TOKEN,
                      "base_url": fake.base_url}, {})
+    before = fake.connections
     gw = make_gateway(adapters=(adapter,))
-    wait_until(lambda: fake.connections, what="the Socket Mode connection")
-    yield gw, fake
-    fake.stop()
+    wait_until(lambda: fake.connections > before, what="the Socket Mode connection")
+    return gw, fake
 
 
 def test_a_dm_turn_with_a_tool_call(slack, provider_env):
@@ -86,18 +94,43 @@ def test_a_long_answer_is_split(slack, provider_env):
     assert "\n\n".join(p["text"] for p in pieces) == LONG_ANSWER
 
 
-def test_an_image_reaches_the_model(slack, provider_env):
+def _file(fake, name: str, mime: str, data: bytes) -> dict:
+    fake.files[name] = data
+    return {"id": "F" + name.upper()[:8], "name": name, "mimetype": mime, "size": len(data),
+            "url_private_download": f"http://127.0.0.1:{fake.port}/files/{name}"}
+
+
+def test_an_image_and_a_voice_note_reach_the_model(slack, provider_env, stt):
     _gw, fake = slack
-    fake.files["pixel.png"] = PNG
-    provider_env.queue(text("A single pixel."))
-    fake.push(dm(ALICE, "what is this?", subtype="file_share", files=[{
-        "id": "F1", "name": "pixel.png", "mimetype": "image/png", "size": len(PNG),
-        "url_private_download": f"http://127.0.0.1:{fake.port}/files/pixel.png"}]))
+    provider_env.queue(text("A single pixel."), text("Nothing today."))
+    fake.push(dm(ALICE, "what is this?", subtype="file_share",
+                 files=[_file(fake, "pixel.png", "image/png", PNG)]))
     fake.wait_posted(DM)
     parts = last_user_message(provider_env)
     assert parts[0]["type"] == "text" and parts[0]["text"].startswith("what is this?")
     assert any(p.get("type") == "image_url" and p["image_url"]["url"].startswith(
         "data:image/png;base64,") for p in parts)
+    fake.push(dm(ALICE, "", subtype="file_share",
+                 files=[_file(fake, "audio_message.m4a", "audio/mp4", VOICE)]))
+    said = [p["text"] for p in fake.wait_posted(DM, 3)]
+    assert said[1] == f"🎤 “{stt.transcript}”" and said[2] == "Nothing today."
+    assert stt.received[0]["data"] == VOICE
+    assert stt.transcript in last_user_message(provider_env)
+
+
+def test_the_agents_file_is_uploaded_into_the_thread(slack, provider_env):
+    _gw, fake = slack
+    provider_env.queue(tool_calls([("write_file", {"path": "report.txt",
+                                                   "content": "all green\n"})]),
+                       text("Here is the report.\nMEDIA: report.txt"))
+    root = ts()
+    fake.push({"type": "app_mention", "channel": CHANNEL, "user": BOB, "ts": root,
+               "text": f"<@{BOT_USER}> write the report"})
+    [upload] = fake.wait_uploads()
+    assert (upload["name"], upload["data"]) == ("report.txt", b"all green\n")
+    assert (upload["channel"], upload["thread_ts"]) == (CHANNEL, root)
+    [said] = fake.wait_posted(CHANNEL)
+    assert said["text"] == "Here is the report." and said["thread_ts"] == root
 
 
 def test_a_dropped_socket_is_reconnected_and_nothing_is_lost(slack, provider_env):
@@ -105,8 +138,9 @@ def test_a_dropped_socket_is_reconnected_and_nothing_is_lost(slack, provider_env
     provider_env.queue(text("first answer"), text("second answer"))
     fake.push(dm(ALICE, "first"))
     fake.wait_posted(DM)
+    before = fake.connections
     fake.drop()  # Slack closes the socket; the client opens a new one
     fake.push(dm(ALICE, "second"))
     assert [p["text"] for p in fake.wait_posted(DM, 2)] == ["first answer", "second answer"]
-    assert fake.connections >= 2
+    assert fake.connections > before
     assert user_texts(gw.db, session_key("slack", "dm", DM)) == ["first", "second"]
