@@ -43,14 +43,18 @@ class ChatEvents:
                      event.platform)
             text = await asyncio.to_thread(self.access.refusal, event.platform, event.user_id,
                                            event.user_name, event.chat_id)
-            if adapter and text:  # None: this user was answered recently (no reply per message)
+            if text and event.respond is not None:
+                await event.respond(text)
+            elif adapter and text:  # None: answered recently (no reply per message)
                 await adapter.send(event.chat_id, text, thread_id=event.thread_id)
             return
         if not event.text.strip() and not event.attachments:
             return
 
         async def reply(text: str) -> None:
-            if adapter and text:  # MEDIA: lines become attachments (gateway.replies)
+            if text and event.respond is not None:  # a slash command's follow-up
+                await event.respond(text)
+            elif adapter and text:  # MEDIA: lines become attachments (gateway.replies)
                 await replies.send_answer(adapter, event.chat_id, text, event.thread_id,
                                           replies.workdir_of(self))
 

@@ -15,6 +15,18 @@ STOP_REPLIES = {
     "pending": "Stopping your last message before it starts.",  # accepted, not started yet
     None: "Nothing is running.",
 }
+# The commands below, for platforms that list them natively (Discord's slash commands):
+# name -> (what it does, its optional argument's name or "").
+CHAT_COMMANDS = {
+    "new": ("Start a fresh session (the previous one is kept and searchable)", ""),
+    "reset": ("Same as /new", ""),
+    "usage": ("Tokens used and how full the context is", ""),
+    "compress": ("Compress this conversation's context now", "focus"),
+    "model": ("Show or change this chat's model", "name"),
+    "cron": ("Your scheduled jobs: list, add, remove", "args"),
+    "stop": ("Interrupt the running turn", ""),
+    "help": ("What Hermes can do here", ""),
+}
 HELP_TEXT = ("Commands: /new (fresh session), /usage (tokens and context), /compress [focus], "
              "/model [name], /cron (scheduled jobs), /stop (interrupt the running turn), /help")
 

@@ -60,6 +60,9 @@ class MessageEvent:
     thread_id: Optional[str] = None
     raw: Any = field(default=None, repr=False)
     attachments: list[Attachment] = field(default_factory=list)
+    #: where this message's answers go instead of ``adapter.send`` (text of any length; it
+    #: splits): a Discord slash command's interaction follow-up
+    respond: Optional[Callable[[str], Awaitable[None]]] = field(default=None, repr=False)
 
 
 MessageHandler = Callable[[MessageEvent], Awaitable[None]]

@@ -1,7 +1,11 @@
 """Discord through discord.py: the client keeps the Gateway WebSocket (it resumes by itself
 after a drop) and hands messages to the runner: every DM, and in servers only the messages
-that mention the bot. Answers go out split at Discord's 2,000 characters, files as uploads,
-with the typing indicator while a turn runs; a send that fails while Discord is away is retried.
+that mention the bot. A message in a thread is a session of its own (keyed by the thread under
+its channel) and is answered in that thread. Answers go out split at Discord's 2,000
+characters, files as uploads, with the typing indicator while a turn runs; a send that fails
+while Discord is away is retried. Our chat commands are also slash commands
+(``discord.slash``): registered on start, each interaction deferred and then followed up with
+the command's answer, under the same access rules as a typed message.
 
 discord.py reads its REST and Gateway addresses from class attributes (``Route.BASE``,
 ``DiscordWebSocket.DEFAULT_GATEWAY``); ``api_url``/``gateway_url`` set them for this process.
@@ -17,6 +21,7 @@ from typing import Any, Optional
 
 from gateway.platforms.base import MAX_ATTACHMENT_BYTES, Attachment, MessageEvent, PlatformAdapter
 from gateway.platforms.retrying import Permanent, retrying
+from gateway.platforms.splitting import split_message
 
 log = logging.getLogger("gateway.discord")
 
@@ -32,6 +37,18 @@ def strip_mention(text: str, bot_id: int) -> str:
     return re.sub(rf"<@!?{bot_id}>", "", text).strip()
 
 
+def place(channel: Any, channel_id: int, direct: bool) -> tuple[str, str, Optional[str]]:
+    """(chat id, chat type, thread id) of a message or command: a thread is keyed under its
+    parent channel, so each thread is a session of its own."""
+    import discord
+
+    if direct:
+        return str(channel_id), "dm", None
+    if isinstance(channel, discord.Thread):
+        return str(channel.parent_id), "thread", str(channel.id)
+    return str(channel_id), "group", None
+
+
 class DiscordAdapter(PlatformAdapter):
     name = "discord"
     max_message_length = 2_000
@@ -40,6 +57,7 @@ class DiscordAdapter(PlatformAdapter):
         super().__init__()
         self._token, self.api_url, self.gateway_url = token, api_url, gateway_url
         self._client: Any = None
+        self._tree: Any = None
         self._task: Optional[asyncio.Task[None]] = None
         self._ready = asyncio.Event()
 
@@ -63,6 +81,9 @@ class DiscordAdapter(PlatformAdapter):
         self._client = discord.Client(intents=intents)
         self._client.event(self.on_ready)
         self._client.event(self.on_message)
+        from gateway.platforms.discord.slash import command_tree
+
+        self._tree = command_tree(self._client, self.on_command)
         try:
             await self._client.login(self._token)
         except discord.LoginFailure:
@@ -70,6 +91,7 @@ class DiscordAdapter(PlatformAdapter):
 
     async def start(self) -> None:
         await self.connect()
+        await self._register_commands()
         self._task = asyncio.ensure_future(self._client.connect(reconnect=True))
         ready = asyncio.ensure_future(self._ready.wait())
         await asyncio.wait({ready, self._task}, timeout=READY_TIMEOUT,
@@ -80,6 +102,18 @@ class DiscordAdapter(PlatformAdapter):
                 raise RuntimeError(f"Discord gateway: {self._task.exception()}")
             raise RuntimeError("Discord gateway did not get ready in time")
         log.info("discord: connected as %s", self._client.user)
+
+    async def _register_commands(self) -> None:
+        """The slash commands; without them (no ``applications.commands`` scope) typed
+        /commands still work, so a refusal is only a warning."""
+        import discord
+
+        try:
+            await self._tree.sync()
+        except discord.HTTPException as exc:
+            log.warning("discord: the slash commands could not be registered (%s %s); typed "
+                        "/commands still work. Re-invite the bot with the "
+                        "applications.commands scope.", exc.status, exc.text)
 
     async def stop_receiving(self) -> None:
         client = self._client
@@ -107,12 +141,34 @@ class DiscordAdapter(PlatformAdapter):
         direct = isinstance(message.channel, discord.DMChannel)
         if not direct and not any(u.id == me.id for u in message.mentions):
             return  # server chatter that does not address the bot
+        chat_id, chat_type, thread_id = place(message.channel, message.channel.id, direct)
         attachments = [await self._download(a) for a in message.attachments]
         await self.dispatch(MessageEvent(
-            platform=self.name, chat_id=str(message.channel.id), user_id=str(message.author.id),
-            text=strip_mention(message.content, me.id), chat_type="dm" if direct else "group",
+            platform=self.name, chat_id=chat_id, user_id=str(message.author.id),
+            text=strip_mention(message.content, me.id), chat_type=chat_type,
             user_name=str(message.author.name), message_id=str(message.id), raw=None,
-            attachments=attachments))
+            thread_id=thread_id, attachments=attachments))
+
+    async def on_command(self, interaction: Any, text: str) -> None:
+        """A slash command: deferred now, answered by follow-ups (``event.respond``)."""
+        await interaction.response.defer(thinking=True)
+        answered = False
+
+        async def respond(answer: str) -> None:
+            nonlocal answered
+            answered = True
+            for piece in split_message(answer, self.max_message_length):
+                await interaction.followup.send(piece)
+
+        user = str(interaction.user.id)
+        chat_id, chat_type, thread_id = place(interaction.channel, interaction.channel_id,
+                                              interaction.guild_id is None)
+        await self.dispatch(MessageEvent(
+            platform=self.name, chat_id=chat_id, user_id=user, text=text, chat_type=chat_type,
+            user_name=str(interaction.user.name), message_id=str(interaction.id),
+            thread_id=thread_id, respond=respond))
+        if not answered and not await asyncio.to_thread(self.user_allowed, user):
+            await respond("You are not allowed to use this bot (ask its owner to approve you).")
 
     async def _download(self, att: Any) -> Attachment:
         mime = str(att.content_type or "")

@@ -7,8 +7,8 @@ import pytest
 from gateway.platforms.discord import build
 from gateway.sessions import session_key
 from tests.fake_provider import text, tool_calls
-from tests.gateway.platforms.conftest import (LONG_ANSWER, PNG, last_user_message, user_texts,
-                                              wait_until)
+from tests.gateway.platforms.conftest import (LONG_ANSWER, PNG, VOICE, last_user_message,
+                                              user_texts, wait_until)
 from tests.gateway.platforms.fake_discord import BOT, TOKEN, FakeDiscord
 
 GUILD = "700000000000000001"
@@ -24,14 +24,22 @@ EVE = person("800000000000000003", "eve")
 DM, EVE_DM, CHANNEL = "600000000000000001", "600000000000000003", "610000000000000001"
 
 
+@pytest.fixture(scope="module")
+def fake_discord():
+    fake = FakeDiscord().start()  # one fake for the module; each test has its own gateway
+    fake.guilds.append(fake.guild(GUILD, CHANNEL))
+    yield fake
+    fake.stop()
+
+
 @pytest.fixture
-def discord(make_gateway, monkeypatch):
-    fake = FakeDiscord().start()
+def discord(fake_discord, make_gateway, monkeypatch):
+    fake = fake_discord
+    fake.reset()
     monkeypatch.setenv("DISCORD_ALLOWED_USERS", f"{ALICE['id']},{BOB['id']}")
     adapter = build({"bot_token": TOKEN, "api_url": fake.api, "gateway_url": fake.gateway}, {})
     gw = make_gateway(adapters=(adapter,))
-    yield gw, fake
-    fake.stop()
+    return gw, fake
 
 
 def test_a_dm_turn_with_a_tool_call(discord, provider_env):
@@ -90,6 +98,77 @@ def test_an_image_in_and_a_file_out(discord, provider_env):
     assert any(p.get("type") == "image_url" for p in parts)
     assert text_reply["content"] == "One pixel."
     assert file_reply["files"] == {"seen.txt": b"a pixel\n"}
+
+
+def test_an_image_and_a_voice_note_reach_the_model(discord, provider_env, stt):
+    _gw, fake = discord
+    provider_env.queue(text("A single pixel."), text("Nothing today."))
+    fake.push(fake.message(DM, ALICE, "what is this?", attachments=(
+        _attachment(fake, "pixel.png", "image/png", PNG),)))
+    fake.wait_posted(DM)
+    parts = last_user_message(provider_env)
+    assert parts[0]["text"].startswith("what is this?") and parts[1]["type"] == "image_url"
+    fake.push(fake.message(DM, ALICE, "", attachments=(
+        _attachment(fake, "voice-message.ogg", "audio/ogg", VOICE),)))
+    said = [p["content"] for p in fake.wait_posted(DM, 3)]
+    assert said[1] == f"🎤 “{stt.transcript}”" and said[2] == "Nothing today."
+    assert stt.received[0]["data"] == VOICE
+    assert stt.transcript in last_user_message(provider_env)
+
+
+def _attachment(fake, name: str, mime: str, data: bytes) -> dict:
+    fake.files[name] = data
+    url = f"http://127.0.0.1:{fake.port}/files/{name}"
+    return {"id": fake.next_id(), "filename": name, "content_type": mime, "size": len(data),
+            "url": url, "proxy_url": url}
+
+
+def test_a_thread_is_a_session_of_its_own_answered_in_the_thread(discord, provider_env):
+    gw, fake = discord
+    provider_env.queue(text("In the channel."), text("In the thread."), text("Still here."))
+    mention = f"<@{BOT['id']}>"
+    fake.push(fake.message(CHANNEL, BOB, f"{mention} hello", guild=GUILD, mentions=(BOT,)))
+    fake.wait_posted(CHANNEL)
+    thread = fake.open_thread(GUILD, CHANNEL, BOB, "planning")
+    fake.push(fake.message(thread, BOB, f"{mention} plan the trip", guild=GUILD,
+                           mentions=(BOT,)))
+    assert [p["content"] for p in fake.wait_posted(thread)] == ["In the thread."]
+    fake.push(fake.message(thread, BOB, f"{mention} and then?", guild=GUILD, mentions=(BOT,)))
+    assert fake.wait_posted(thread, 2)[1]["content"] == "Still here."
+    assert len(fake.wait_posted(CHANNEL)) == 1  # nothing of the thread went to the channel
+    in_thread = session_key("discord", "thread", CHANNEL, BOB["id"], thread)
+    assert user_texts(gw.db, in_thread) == ["plan the trip", "and then?"]
+    assert user_texts(gw.db, session_key("discord", "group", CHANNEL, BOB["id"])) == ["hello"]
+    heard = [m["content"] for m in provider_env.requests[1]["messages"] if m["role"] == "user"]
+    assert heard == ["plan the trip"]  # the thread's context holds only the thread
+
+
+def test_slash_commands_are_registered_and_answered(discord, provider_env):
+    _gw, fake = discord
+    from gateway.commands import CHAT_COMMANDS
+
+    registered = {c["name"]: c for c in fake.wait_commands()}
+    assert set(registered) == set(CHAT_COMMANDS)
+    assert registered["model"]["options"][0]["name"] == "name"
+    token = fake.interact("model", ALICE, DM, text="fake-model-2")
+    assert fake.wait_followups(token) == ["Model for this chat set to fake-model-2."]
+    assert {"type": 5, "token": token}.items() <= fake.callbacks[0].items()  # deferred first
+    provider_env.queue(text("answered by the new model"))
+    fake.push(fake.message(DM, ALICE, "hello"))  # the command acted on this DM's session
+    fake.wait_posted(DM)
+    assert provider_env.requests[-1]["model"] == "fake-model-2"
+    in_server = fake.interact("help", BOB, CHANNEL, guild=GUILD)
+    assert fake.wait_followups(in_server)[0].startswith("Commands: /new")
+
+
+def test_a_slash_command_from_an_unknown_user_is_refused(discord, provider_env):
+    _gw, fake = discord
+    fake.wait_commands()
+    first = fake.interact("usage", EVE, EVE_DM)
+    assert "hermes pairing approve discord" in fake.wait_followups(first)[0]
+    again = fake.interact("new", EVE, EVE_DM)  # the pairing code is not repeated at once
+    assert "not allowed" in fake.wait_followups(again)[0]
+    assert provider_env.requests == [] and fake.posted == []
 
 
 def test_a_dropped_gateway_is_resumed_and_nothing_is_lost(discord, provider_env):
