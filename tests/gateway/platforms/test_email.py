@@ -13,8 +13,8 @@ import pytest
 from gateway.platforms.email import build
 from gateway.sessions import session_key
 from tests.fake_provider import text, tool_calls
-from tests.gateway.platforms.conftest import (LONG_ANSWER, PNG, last_user_message, user_texts,
-                                              wait_until)
+from tests.gateway.platforms.conftest import (LONG_ANSWER, PNG, VOICE, last_user_message,
+                                              user_texts, wait_until)
 from tests.gateway.platforms.mail_servers import Dovecot, SMTPSink, dovecot_missing
 
 DOMAIN = "mail.test"
@@ -132,6 +132,16 @@ def test_an_attachment_in_and_one_out(mail, provider_env):
     sent = {p.get_filename(): p.get_content() for p in answer.iter_attachments()}
     assert sent == {"report.txt": "one pixel, white\n"}
     assert provider_env.requests and last_user_message(provider_env)
+
+
+def test_a_voice_note_reaches_the_model_and_its_transcript_the_sender(mail, provider_env, stt):
+    _gw, alice, _eve = mail
+    provider_env.queue(text("Nothing today."))
+    alice.write("", subject="Voice memo", files=(("memo.ogg", "audio/ogg", VOICE),))
+    said = [body_of(m) for m in alice.received(2)]
+    assert said == [f"🎤 “{stt.transcript}”", "Nothing today."]
+    assert stt.received[0]["data"] == VOICE
+    assert stt.transcript in last_user_message(provider_env)
 
 
 def test_a_long_answer_is_one_mail(mail, provider_env):
