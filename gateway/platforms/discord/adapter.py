@@ -116,6 +116,11 @@ class DiscordAdapter(PlatformAdapter):
                         "applications.commands scope.", exc.status, exc.text)
 
     async def stop_receiving(self) -> None:
+        """Nothing yet: closing the Gateway closes the HTTP session too, and the turns being
+        drained still answer through it (Discord never redelivers a message, so what arrives
+        meanwhile is better stored by the runner than dropped)."""
+
+    async def stop(self) -> None:
         client = self._client
         if client is not None and not client.is_closed():
             with contextlib.suppress(Exception):
@@ -124,9 +129,6 @@ class DiscordAdapter(PlatformAdapter):
         if task is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(task, 10)
-
-    async def stop(self) -> None:
-        await self.stop_receiving()
 
     # -- in ---------------------------------------------------------------------------------------
     async def on_ready(self) -> None:
@@ -204,6 +206,8 @@ class DiscordAdapter(PlatformAdapter):
     async def _post(self, channel: Any, **kwargs: Any) -> str:
         import discord
 
+        if self._client is not None and self._client.is_closed():
+            raise Permanent("Discord: the adapter is stopped")  # a retry cannot help
         try:
             msg = await channel.send(**kwargs)
         except (discord.Forbidden, discord.NotFound) as exc:

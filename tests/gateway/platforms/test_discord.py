@@ -6,7 +6,7 @@ import pytest
 
 from gateway.platforms.discord import build
 from gateway.sessions import session_key
-from tests.fake_provider import text, tool_calls
+from tests.fake_provider import slow, text, tool_calls
 from tests.gateway.platforms.conftest import (LONG_ANSWER, PNG, VOICE, last_user_message,
                                               user_texts, wait_until)
 from tests.gateway.platforms.fake_discord import BOT, TOKEN, FakeDiscord
@@ -181,6 +181,16 @@ def test_a_dropped_gateway_is_resumed_and_nothing_is_lost(discord, provider_env)
     assert [p["content"] for p in fake.wait_posted(DM, 2)] == ["first answer", "second answer"]
     assert fake.resumes + fake.identifies >= 2
     assert user_texts(gw.db, session_key("discord", "dm", DM)) == ["first", "second"]
+
+
+def test_an_answer_written_during_the_shutdown_drain_still_arrives(discord, provider_env):
+    gw, fake = discord
+    provider_env.queue(slow(text("written while shutting down"), 1.5))
+    fake.push(fake.message(DM, ALICE, "take your time"))
+    assert provider_env.wait_for_requests(1, timeout=30)
+    gw.call(gw.runner.shutdown(drain_timeout=20))  # the turn is still running
+    assert [p["content"] for p in fake.wait_posted(DM, timeout=5)] == [
+        "written while shutting down"]
 
 
 def test_mentions_and_kinds():
