@@ -51,8 +51,8 @@ class EventsServer:
             raise RuntimeError(f"Slack HTTP events: cannot listen on {self.settings.host}:"
                                f"{self.settings.port}: {exc.strerror or exc}; set "
                                "gateway.slack.port to a free port") from None
-        sockets = getattr(site._server, "sockets", None) or ()  # noqa: SLF001 - the bound port
-        self.port = int(sockets[0].getsockname()[1]) if sockets else self.settings.port
+        bound = self._runner.addresses  # port 0: the one the system chose
+        self.port = int(bound[0][1]) if bound else self.settings.port
         log.info("slack: HTTP events on %s:%d%s", self.settings.host, self.port,
                  self.settings.path)
 
