@@ -23,11 +23,11 @@ from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from . import postgres_schema
-from .appends import PG_CALL, fenced_insert, in_seq_order, pg_call_params
+from .appends import fenced_insert, in_seq_order, pg_append_params, pg_append_sql
 from .backend import Fence, Row, Tx
 from .common import SessionDBError, clean_params, redact_url, scrub, unusable
-from .pg_advisory import AdvisoryLocks, LockFence
-from .pg_pool import drop_if_closed_while_idle, install_append, lacks_append
+from .pg_advisory import HELD_SQL, AdvisoryLocks, LockFence
+from .pg_pool import drop_if_closed_while_idle
 from .postgres_schema import TS_CONFIG
 from .tsquery import to_tsquery_text
 
@@ -95,6 +95,11 @@ class PGTx:
         self.used = True
         return self.conn.execute(pg_sql(sql), clean_params(params))
 
+    def named(self, sql: str, params: dict[str, Any]) -> Any:
+        """A statement with psycopg's named placeholders (each value sent once), as given."""
+        self.used = True
+        return self.conn.execute(sql, params)
+
     def returning(self, sql: str, params: Iterable[Any] = ()) -> Callable[[], list[Any]]:
         return self.execute(sql, params).fetchall  # read after the pipeline's sync: no wait
 
@@ -160,8 +165,7 @@ class PostgresBackend:
                                  " migration") from None
         size = pool_size or DEFAULT_POOL_SIZE
         return ConnectionPool(self.url, min_size=1, max_size=size, open=True, name="hermes",
-                              kwargs=self._connect_kwargs(), timeout=POOL_WAIT, num_workers=1,
-                              configure=install_append)
+                              kwargs=self._connect_kwargs(), timeout=POOL_WAIT, num_workers=1)
 
     # -- connections ---------------------------------------------------------------------------
 
@@ -232,21 +236,26 @@ class PostgresBackend:
         return self._run(fn, transaction=True,
                          mode="pipelined" if pipelined else "transaction")
 
+    _APPEND = pg_append_sql()
+    _FENCED_APPEND = pg_append_sql(HELD_SQL)
+
     def append_rows(self, session_id: str, rows: list[tuple[Any, ...]],
                     usage: Optional[tuple[int, int]], fence: Optional[Fence]) -> list[int]:
-        """One statement (``appends.PG_FUNCTION``) when unfenced and the connection has the
-        function; else the shared statements, pipelined."""
-        if fence is None:
-            def call(tx: PGTx) -> Optional[list[int]]:
-                if lacks_append(tx.conn):
-                    return None
-                return in_seq_order(tx.execute(PG_CALL, pg_call_params(session_id, rows, usage))
-                                    .fetchall())
-            ids = self._run(call, transaction=True, mode="statement")
-            if ids is not None:
-                return ids
-        return self.write(lambda c: fenced_insert(c, session_id, rows, usage, fence),
-                          pipelined=True)()
+        """One statement (``appends.PG_APPEND``), the lock check of a ``LockFence`` in it; any
+        other fence is checked first in a pipelined transaction of the shared statements."""
+        if fence is not None and not isinstance(fence, LockFence):
+            return self.write(lambda c: fenced_insert(c, session_id, rows, usage, fence),
+                              pipelined=True)()
+        params = pg_append_params(session_id, rows, usage)
+        sql = self._APPEND
+        if fence is not None:
+            sql = self._FENCED_APPEND
+            params.update(fence.params())
+        returned = self._run(lambda tx: tx.named(sql, params).fetchall(), transaction=True,
+                             mode="statement")
+        if not returned and fence is not None:
+            raise fence.lost()
+        return in_seq_order(returned)
 
     def read(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
         return self._run(lambda tx: tx.execute(sql, params).fetchall(), transaction=False)
