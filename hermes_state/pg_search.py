@@ -1,13 +1,13 @@
 """PostgreSQL full-text search for ``session_search``: the first matching message per session,
 newest (or oldest) first, or the best-ranked among the newest matches.
 
-Why two paths: the planner cannot tell a word in half the messages from one in ten, and for
-``ORDER BY id DESC LIMIT n`` it likes to walk the primary key testing every row, which for a
-rare word means reading the whole table (seconds). So the newest ``WINDOW`` row ids are scanned
-by primary key first (cheap whatever the word: a common word is answered there); only if that
-window does not hold enough hits are the older matches read through the GIN index, with
-``ORDER BY id + 0`` so the planner cannot walk the key instead (a word reaching this step is
-rare in the recent rows, so its matches are few to sort). No step counts or ranks every match.
+Why windows: the planner cannot tell a word in half the messages from one in ten thousand, and
+for ``ORDER BY id DESC LIMIT n`` it likes to walk the primary key testing every row, which for a
+rare word reads the whole table (seconds), while a bitmap over the GIN index reads a common
+word's whole posting list. So the newest row ids are read by primary key in windows (``WINDOW``,
+then 10x, ...; ``OFFSET 0`` keeps the match test out of that scan), which answers a common word
+at once; as soon as the matches seen so far say few are left (``GIN_ROWS``), the rest is read
+through the GIN index (``id + 0``: not by primary key). No step counts or ranks every match.
 """
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from .postgres_schema import TS_CONFIG
 
 Read = Callable[[str, Iterable[Any]], list[Row]]
 HEADLINE = "StartSel=»,StopSel=«,MaxWords={},MinWords=4,MaxFragments=1,FragmentDelimiter=…"
-WINDOW = 2_000  # the newest (oldest) row ids scanned by primary key first
+WINDOW = 1_000  # the newest (oldest) row ids read by primary key first; 10x per window
+GIN_ROWS = 5_000  # fewer matches than this expected in the rest: read them through the index
 QUERY = f"to_tsquery('{TS_CONFIG}', ?)"
 
 
@@ -33,16 +34,20 @@ def search_messages_sql(where: str) -> str:
             " ORDER BY ts_rank(m.search, q) DESC, m.id DESC LIMIT ?")
 
 
-def _sql(ranked: bool, way: str, where: str, bounds: str) -> str:
-    """One step's query: the matches within ``bounds`` (SQL over ``m.id``), the first per
-    session in ``way`` order (``ranked``: the newest matches with their rank)."""
-    rank = f"ts_rank(m.search, {QUERY})" if ranked else "0"
+def _sql(ranked: bool, way: str, where: str, window: str, rest: str) -> str:
+    """One step's query: the matches among the rows of ``window`` (SQL over ``id``, read by
+    primary key: ``OFFSET 0`` keeps the match test out of that scan, or the planner would read
+    a common word's whole GIN posting list) or else matching ``rest`` (over ``m.id``), the
+    first per session in ``way`` order (``ranked``: the newest matches with their rank)."""
+    rows = f"(SELECT * FROM messages WHERE {window} OFFSET 0)" if window else "messages"
     base = ("SELECT m.session_id, m.id AS message_id, m.role, m.active, m.compacted, s.title,"
-            f" s.source, s.started_at, s.updated_at, {rank} AS rank"
-            " FROM messages AS m JOIN sessions AS s ON s.id = m.session_id"
-            f" WHERE m.search @@ {QUERY} AND {bounds}{where}")
-    if ranked:
-        return f"{base} ORDER BY m.id + 0 DESC LIMIT ?"
+            f" s.source, s.started_at, s.updated_at, count(*) OVER () AS matched"
+            f"{', m.search' if ranked else ''}"
+            f" FROM {rows} AS m JOIN sessions AS s ON s.id = m.session_id"
+            f" WHERE m.search @@ {QUERY}{rest}{where}")
+    if ranked:  # ranked after the LIMIT: ts_rank is costly, and only the kept rows need it
+        return (f"SELECT w.*, ts_rank(w.search, {QUERY}) AS rank FROM ({base}"
+                " ORDER BY m.id + 0 DESC LIMIT ?) AS w")
     return (f"SELECT * FROM (SELECT DISTINCT ON (session_id) * FROM ({base}) AS w"
             f" ORDER BY session_id, message_id {way}) AS h ORDER BY message_id {way} LIMIT ?")
 
@@ -50,32 +55,39 @@ def _sql(ranked: bool, way: str, where: str, bounds: str) -> str:
 def session_hits(read: Read, match: str, want: int, sort: str, child_filter: str,
                  relevance_pool: int, filter_params: Iterable[Any] = ()) -> list[dict[str, Any]]:
     """Up to ``want`` sessions' first hit in ``sort`` order (``relevance``: the best-ranked
-    among the newest ``relevance_pool`` matches); see the module docstring for the two steps."""
+    among the newest ``relevance_pool`` matches); see the module docstring for the windows."""
     ranked, oldest = sort == "relevance", sort == "oldest"
     way, where = ("ASC" if oldest else "DESC"), (f" AND {child_filter}" if child_filter else "")
     filters = list(filter_params)
     low, top = (int(v) for v in read("SELECT COALESCE(MIN(id), 0), COALESCE(MAX(id), 0)"
                                      " FROM messages", ())[0])
-    edge = low + WINDOW if oldest else top - WINDOW  # the window: ids up to / past this one
-    steps = [f"m.id <= {edge}" if oldest else f"m.id > {edge}"]
-    if low <= edge < top:  # then the rest, through the GIN index (``+ 0``: not by primary key)
-        steps.append(f"m.id + 0 > {edge}" if oldest else f"m.id + 0 <= {edge}")
-    rank_params = [match] if ranked else []
+    rank_params = [match] if ranked else []  # the outer ts_rank (first in the text)
     seen: set[str] = set()
     hits: list[dict[str, Any]] = []
     pool: list[dict[str, Any]] = []
-    for bounds in steps:
+    done, size, matched = 0, WINDOW, 0  # ids read so far, the next window's, matches in them
+    while done <= top - low and len(hits) < want and len(pool) < relevance_pool:
+        edge = low + done if oldest else top - done  # read so far: ids below / past this one
+        if done and matched * (top - low - done) <= GIN_ROWS * done:  # few left: the index
+            window, rest = "", f" AND m.id + 0 {'>=' if oldest else '<='} {edge}"
+            size = top - low + 1
+        elif oldest:
+            window, rest = f"id > {edge - 1} AND id <= {edge + size - 1}", ""
+        else:
+            window, rest = f"id <= {edge} AND id > {edge - size}", ""
         room = relevance_pool - len(pool) if ranked else want + len(seen)
-        sql = _sql(ranked, way, where, bounds)
-        for row in read(sql, (*rank_params, match, *filters, room)):
-            d = dict(row)
+        rows = [dict(r) for r in read(_sql(ranked, way, where, window, rest),
+                                      (*rank_params, match, *filters, room))]
+        matched += int(rows[0]["matched"]) if rows else 0
+        for d in rows:
+            del d["matched"]
+            d.pop("search", None)
             if ranked:
                 pool.append(d)
             elif d["session_id"] not in seen and len(hits) < want:
                 seen.add(d["session_id"])
                 hits.append(d)
-        if len(hits) >= want or len(pool) >= relevance_pool:
-            break
+        done, size = done + size, size * 10
     for d in sorted(pool, key=lambda r: (-r["rank"], -r["message_id"])):
         if d["session_id"] not in seen and len(hits) < want:
             seen.add(d["session_id"])
