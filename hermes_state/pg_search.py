@@ -34,6 +34,10 @@ def search_messages_sql(where: str) -> str:
             " ORDER BY ts_rank(m.search, q) DESC, m.id DESC LIMIT ?")
 
 
+_HIT = ("w.session_id, w.message_id, w.role, w.active, w.compacted, w.title, w.source,"
+        " w.started_at, w.updated_at")
+
+
 def _sql(ranked: bool, way: str, where: str, window: str, rest: str) -> str:
     """One step's query: the matches among the rows of ``window`` (SQL over ``id``, read by
     primary key: ``OFFSET 0`` keeps the match test out of that scan, or the planner would read
@@ -41,12 +45,12 @@ def _sql(ranked: bool, way: str, where: str, window: str, rest: str) -> str:
     first per session in ``way`` order (``ranked``: the newest matches with their rank)."""
     rows = f"(SELECT * FROM messages WHERE {window} OFFSET 0)" if window else "messages"
     base = ("SELECT m.session_id, m.id AS message_id, m.role, m.active, m.compacted, s.title,"
-            f" s.source, s.started_at, s.updated_at, count(*) OVER () AS matched"
+            " s.source, s.started_at, s.updated_at, count(*) OVER () AS matched"
             f"{', m.search' if ranked else ''}"
             f" FROM {rows} AS m JOIN sessions AS s ON s.id = m.session_id"
             f" WHERE m.search @@ {QUERY}{rest}{where}")
-    if ranked:  # ranked after the LIMIT: ts_rank is costly, and only the kept rows need it
-        return (f"SELECT w.*, ts_rank(w.search, {QUERY}) AS rank FROM ({base}"
+    if ranked:  # ranked after the LIMIT (only the kept rows need it); the tsvector stays there
+        return (f"SELECT {_HIT}, w.matched, ts_rank(w.search, {QUERY}) AS rank FROM ({base}"
                 " ORDER BY m.id + 0 DESC LIMIT ?) AS w")
     return (f"SELECT * FROM (SELECT DISTINCT ON (session_id) * FROM ({base}) AS w"
             f" ORDER BY session_id, message_id {way}) AS h ORDER BY message_id {way} LIMIT ?")
@@ -65,7 +69,8 @@ def session_hits(read: Read, match: str, want: int, sort: str, child_filter: str
     seen: set[str] = set()
     hits: list[dict[str, Any]] = []
     pool: list[dict[str, Any]] = []
-    done, size, matched = 0, WINDOW, 0  # ids read so far, the next window's, matches in them
+    # ids read so far, the next window's (ranked: room for the pool at once), matches in them
+    done, size, matched = 0, max(WINDOW, 2 * relevance_pool) if ranked else WINDOW, 0
     while done <= top - low and len(hits) < want and len(pool) < relevance_pool:
         edge = low + done if oldest else top - done  # read so far: ids below / past this one
         if done and matched * (top - low - done) <= GIN_ROWS * done:  # few left: the index
