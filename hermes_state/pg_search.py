@@ -5,7 +5,7 @@ Why windows: the planner cannot tell a word in half the messages from one in ten
 for ``ORDER BY id DESC LIMIT n`` it likes to walk the primary key testing every row, which for a
 rare word reads the whole table (seconds), while a bitmap over the GIN index reads a common
 word's whole posting list. So the newest row ids are read by primary key in windows (``WINDOW``,
-then 10x, ...; ``OFFSET 0`` keeps the match test out of that scan), which answers a common word
+then 5x, ...; ``OFFSET 0`` keeps the match test out of that scan), which answers a common word
 at once; as soon as the matches seen so far say few are left (``GIN_ROWS``), the rest is read
 through the GIN index (``id + 0``: not by primary key). No step counts or ranks every match.
 """
@@ -18,7 +18,7 @@ from .postgres_schema import TS_CONFIG
 
 Read = Callable[[str, Iterable[Any]], list[Row]]
 HEADLINE = "StartSel=»,StopSel=«,MaxWords={},MinWords=4,MaxFragments=1,FragmentDelimiter=…"
-WINDOW = 1_000  # the newest (oldest) row ids read by primary key first; 10x per window
+WINDOW = 1_000  # the newest (oldest) row ids read by primary key first; 5x per window
 GIN_ROWS = 5_000  # fewer matches than this expected in the rest: read them through the index
 QUERY = f"to_tsquery('{TS_CONFIG}', ?)"
 
@@ -44,16 +44,22 @@ def _sql(ranked: bool, way: str, where: str, window: str, rest: str) -> str:
     a common word's whole GIN posting list) or else matching ``rest`` (over ``m.id``), the
     first per session in ``way`` order (``ranked``: the newest matches with their rank)."""
     rows = f"(SELECT * FROM messages WHERE {window} OFFSET 0)" if window else "messages"
-    base = ("SELECT m.session_id, m.id AS message_id, m.role, m.active, m.compacted, s.title,"
-            " s.source, s.started_at, s.updated_at, count(*) OVER () AS matched"
-            f"{', m.search' if ranked else ''}"
-            f" FROM {rows} AS m JOIN sessions AS s ON s.id = m.session_id"
-            f" WHERE m.search @@ {QUERY}{rest}{where}")
     if ranked:  # ranked after the LIMIT (only the kept rows need it); the tsvector stays there
+        base = ("SELECT m.session_id, m.id AS message_id, m.role, m.active, m.compacted, s.title,"
+                " s.source, s.started_at, s.updated_at, count(*) OVER () AS matched, m.search"
+                f" FROM {rows} AS m JOIN sessions AS s ON s.id = m.session_id"
+                f" WHERE m.search @@ {QUERY}{rest}{where}")
         return (f"SELECT {_HIT}, w.matched, ts_rank(w.search, {QUERY}) AS rank FROM ({base}"
                 " ORDER BY m.id + 0 DESC LIMIT ?) AS w")
-    return (f"SELECT * FROM (SELECT DISTINCT ON (session_id) * FROM ({base}) AS w"
-            f" ORDER BY session_id, message_id {way}) AS h ORDER BY message_id {way} LIMIT ?")
+    # the scope (``where``) is a condition on the session: applied to each session's first hit
+    first = ("SELECT DISTINCT ON (m.session_id) m.session_id, m.id AS message_id, m.role,"
+             " m.active, m.compacted, count(*) OVER () AS matched"
+             f" FROM {rows} AS m WHERE m.search @@ {QUERY}{rest}"
+             f" ORDER BY m.session_id, m.id {way}")
+    return ("SELECT w.session_id, w.message_id, w.role, w.active, w.compacted, s.title, s.source,"
+            f" s.started_at, s.updated_at, w.matched FROM ({first}) AS w"
+            f" JOIN sessions AS s ON s.id = w.session_id WHERE true{where}"
+            f" ORDER BY w.message_id {way} LIMIT ?")
 
 
 def session_hits(read: Read, match: str, want: int, sort: str, child_filter: str,
@@ -92,7 +98,7 @@ def session_hits(read: Read, match: str, want: int, sort: str, child_filter: str
             elif d["session_id"] not in seen and len(hits) < want:
                 seen.add(d["session_id"])
                 hits.append(d)
-        done, size = done + size, size * 10
+        done, size = done + size, size * 5
     for d in sorted(pool, key=lambda r: (-r["rank"], -r["message_id"])):
         if d["session_id"] not in seen and len(hits) < want:
             seen.add(d["session_id"])
