@@ -98,7 +98,9 @@ def session_hits(read: Read, match: str, want: int, sort: str, child_filter: str
             elif d["session_id"] not in seen and len(hits) < want:
                 seen.add(d["session_id"])
                 hits.append(d)
-        done, size = done + size, size * 5
+        done, size = done + size, _next_size(size, done + size, want - len(hits) if not ranked
+                                             else relevance_pool - len(pool),
+                                             len(pool) if ranked else len(hits))
     for d in sorted(pool, key=lambda r: (-r["rank"], -r["message_id"])):
         if d["session_id"] not in seen and len(hits) < want:
             seen.add(d["session_id"])
@@ -106,6 +108,14 @@ def session_hits(read: Read, match: str, want: int, sort: str, child_filter: str
     for d in hits:
         d.pop("rank", None)
     return hits
+
+
+def _next_size(size: int, done: int, missing: int, found: int) -> int:
+    """The next window: twice what the rate so far (``found`` in ``done`` ids) says the
+    ``missing`` rest needs, between a fifth of the last window and five times it."""
+    if found <= 0:
+        return size * 5
+    return max(size // 5, min(size * 5, -(-2 * missing * done // found)))
 
 
 def add_snippets(read: Read, match: str, hits: list[dict[str, Any]]) -> None:
