@@ -1,12 +1,13 @@
 """Appending message rows: the statements both backends share, and PostgreSQL's one-statement
 append.
 
-Why one statement on PostgreSQL: an append is on every turn's path, and each round trip to the
-server costs a scheduling slot on a loaded host. ``pg_temp.hermes_append`` (created on each
-pooled connection, no migration: it lives and dies with the connection) does the session upsert,
-reads the next ``seq`` after that row is locked (PL/pgSQL takes a fresh snapshot per statement
-under READ COMMITTED, so a writer that committed meanwhile is seen) and inserts the rows, all in
-the one implicit transaction of a ``SELECT``.
+Where a row's ``seq`` comes from: ``sessions.last_seq`` (migration ``seq_counter``), bumped by
+the session upsert that also locks the row. Why a counter in the row rather than ``MAX(seq)``:
+an upsert's ``RETURNING`` sees the row as the last committed writer left it, even in a single
+statement whose snapshot predates that commit, so PostgreSQL's append is one plain statement
+(``PG_APPEND``: upsert, then insert, in one implicit transaction; no function, no per-connection
+set-up). Each bump takes ``GREATEST(last_seq, MAX(seq))`` first, so rows written without the
+counter (an older Hermes, an import) are still followed, never overtaken.
 """
 from __future__ import annotations
 
@@ -42,34 +43,42 @@ def _tokens(usage: Usage) -> tuple[int, int]:
     return (int(usage[0] or 0), int(usage[1] or 0)) if usage else (0, 0)
 
 
+# ``last_seq`` of a bumped row: the counter or the session's highest ``seq``, whichever is higher
+# (a row written without the counter is followed too), plus the rows about to be added
+LAST_SEQ_BUMP = ("(SELECT CASE WHEN sessions.last_seq >= COALESCE(MAX(m.seq), 0)"
+                 " THEN sessions.last_seq ELSE COALESCE(MAX(m.seq), 0) END"
+                 " FROM messages AS m WHERE m.session_id = excluded.id) + excluded.last_seq")
+
+
 def touch_session(c: Tx, session_id: str, now: float, added: int = 0, usage: Usage = None) -> None:
     """Create the session row if missing, else bump it (its counters by ``added`` messages and
-    ``usage``): either way the row is now locked until commit (PostgreSQL), so two writers never
-    interleave one session's ``seq``."""
+    ``usage``, ``last_seq`` past the rows about to be added): either way the row is now locked
+    until commit (PostgreSQL), so two writers never interleave one session's ``seq``."""
     c.execute("INSERT INTO sessions (id, source, started_at, updated_at, message_count,"
-              " prompt_tokens, completion_tokens) VALUES (?, 'unknown', ?, ?, ?, ?, ?)"
+              " prompt_tokens, completion_tokens, last_seq) VALUES (?, 'unknown', ?, ?, ?, ?, ?, ?)"
               " ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at,"
               " message_count = sessions.message_count + excluded.message_count,"
               " prompt_tokens = sessions.prompt_tokens + excluded.prompt_tokens,"
-              " completion_tokens = sessions.completion_tokens + excluded.completion_tokens",
-              (session_id, now, now, added, *_tokens(usage)))
+              " completion_tokens = sessions.completion_tokens + excluded.completion_tokens,"
+              f" last_seq = {LAST_SEQ_BUMP}",
+              (session_id, now, now, added, *_tokens(usage), added))
 
 
 def insert_rows(c: Tx, session_id: str, rows: list[tuple[Any, ...]],
                 seq_start: Optional[int] = None, usage: Usage = None) -> Callable[[], list[int]]:
     """``rows`` (``encode_rows``) in order inside the caller's transaction, the session's
-    counters kept current. No statement waits for another's answer (the INSERT reads the next
-    ``seq`` itself, after ``touch_session`` locked the session), so a pipelined write is one
-    round trip; call the result after the transaction for the new rows' ids, in order."""
+    counters kept current. No statement waits for another's answer (the INSERT reads the
+    ``last_seq`` that ``touch_session`` bumped), so a pipelined write is one round trip; call the
+    result after the transaction for the new rows' ids, in order."""
     touch_session(c, session_id, time.time(), len(rows), usage)
     seq = "(?)" if seq_start is not None else (
-        "((SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?) + ?)")
+        "((SELECT last_seq FROM sessions WHERE id = ?) + ?)")
     pending = []
     for start in range(0, len(rows), INSERT_BATCH):  # one multi-row INSERT per batch
         batch = rows[start:start + INSERT_BATCH]
         values = [v for n, row in enumerate(batch) for v in (
             (*row, seq_start + start + n) if seq_start is not None
-            else (*row, session_id, n + 1))]
+            else (*row, session_id, start + n + 1 - len(rows)))]
         pending.append(c.returning(
             "INSERT INTO messages (session_id, role, content, content_parts, tool_calls,"
             " tool_call_id, tool_name, created_at, token_count, seq) VALUES "
@@ -91,33 +100,43 @@ def fenced_insert(c: Tx, session_id: str, rows: list[tuple[Any, ...]], usage: Us
     return insert_rows(c, session_id, rows, usage=usage)
 
 
-PG_FUNCTION = """CREATE OR REPLACE FUNCTION pg_temp.hermes_append(sid text, at double precision,
-    prompt bigint, completion bigint, roles text[], contents text[], parts text[], calls text[],
-    call_ids text[], names text[], tokens bigint[])
-RETURNS TABLE (new_id bigint, new_seq bigint) LANGUAGE plpgsql AS $fn$
-DECLARE base bigint;
-BEGIN
+
+
+# PostgreSQL's append in one statement (psycopg named placeholders: each value is sent once).
+# ``{fence}`` is ``true`` or a lock check (``pg_advisory.HELD_SQL``): when it fails no row is
+# upserted, so none is inserted, and the statement returns no rows.
+PG_APPEND = """WITH s AS (
   INSERT INTO sessions AS s (id, source, started_at, updated_at, message_count, prompt_tokens,
-      completion_tokens) VALUES (sid, 'unknown', at, at, cardinality(roles), prompt, completion)
+      completion_tokens, last_seq)
+    SELECT %(sid)s, 'unknown', %(at)s, %(at)s, %(n)s, %(prompt)s, %(completion)s, %(n)s
+    WHERE {fence}
     ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at,
       message_count = s.message_count + excluded.message_count,
       prompt_tokens = s.prompt_tokens + excluded.prompt_tokens,
-      completion_tokens = s.completion_tokens + excluded.completion_tokens;
-  SELECT COALESCE(MAX(m.seq), 0) INTO base FROM messages AS m WHERE m.session_id = sid;
-  RETURN QUERY INSERT INTO messages AS m (session_id, role, content, content_parts, tool_calls,
-      tool_call_id, tool_name, created_at, token_count, seq)
-    SELECT sid, u.r, u.c, u.p, u.t, u.ci, u.n, at, u.tk, base + u.o
-    FROM unnest(roles, contents, parts, calls, call_ids, names, tokens)
-      WITH ORDINALITY AS u(r, c, p, t, ci, n, tk, o)
-    RETURNING m.id, m.seq;
-END $fn$"""
-
-PG_CALL = ("SELECT new_id, new_seq FROM pg_temp.hermes_append(?, ?, ?, ?, ?::text[], ?::text[],"
-           " ?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[])")
+      completion_tokens = s.completion_tokens + excluded.completion_tokens,
+      last_seq = {bump}
+    RETURNING s.last_seq - %(n)s AS base)
+INSERT INTO messages (session_id, role, content, content_parts, tool_calls, tool_call_id,
+    tool_name, created_at, token_count, seq)
+  SELECT %(sid)s, e.v->>0, e.v->>1, e.v->>2, e.v->>3, e.v->>4, e.v->>5, %(at)s,
+      (e.v->>6)::bigint, s.base + e.o
+  FROM s, json_array_elements(%(rows)s::json) WITH ORDINALITY AS e(v, o)
+  RETURNING id, seq"""
 
 
-def pg_call_params(session_id: str, rows: list[tuple[Any, ...]], usage: Usage) -> tuple[Any, ...]:
-    """``PG_CALL``'s parameters: one array per column (text cleaned of NUL bytes)."""
-    columns = [list(clean_params(row[i] for row in rows)) for i in (1, 2, 3, 4, 5, 6)]
-    tokens = [row[8] for row in rows]
-    return (session_id, rows[0][7], *_tokens(usage), *columns, tokens)
+def pg_append_sql(fence_sql: str = "true") -> str:
+    """``PG_APPEND`` with its fence condition (``true``: unfenced)."""
+    return PG_APPEND.format(fence=fence_sql,
+                            bump=LAST_SEQ_BUMP.replace("sessions.", "s."))
+
+
+def pg_append_params(session_id: str, rows: list[tuple[Any, ...]],
+                     usage: Usage) -> dict[str, Any]:
+    """``PG_APPEND``'s parameters: the rows as one JSON array of arrays (one value to send,
+    however many rows; text cleaned of NUL bytes, which PostgreSQL's text cannot hold)."""
+    prompt, completion = _tokens(usage)
+    packed = json.dumps([clean_params((r[1], r[2], r[3], r[4], r[5], r[6],
+                                       None if r[8] is None else int(r[8]))) for r in rows],
+                        ensure_ascii=False)
+    return {"sid": session_id, "at": rows[0][7], "n": len(rows), "prompt": prompt,
+            "completion": completion, "rows": packed}

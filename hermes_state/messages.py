@@ -119,8 +119,9 @@ class MessagesMixin(UsesBackend):
                 ids = self._insert_messages(c, session_id, list(new_messages))
             else:
                 ids = self._insert_at(c, session_id, list(new_messages), seqs, set(mine))
-            c.execute("UPDATE sessions SET compactions = compactions + 1 WHERE id = ?",
-                      (session_id,))
+            c.execute("UPDATE sessions SET compactions = compactions + 1, last_seq = (SELECT"
+                      " COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?) WHERE id = ?",
+                      (session_id, session_id))  # renumbered: the counter is the new top
             return ids
         return self._write(tx)()
 

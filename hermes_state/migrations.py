@@ -18,7 +18,7 @@ from typing import Iterable, Mapping
 from .common import unusable
 
 NAMES: tuple[str, ...] = ("core", "fts", "delegations", "api_responses", "cron", "pairing",
-                          "owners")
+                          "owners", "seq_counter", "fts_prefix")
 PG_LEGACY_FIRST = 5  # the names PostgreSQL's schema_version 1 stood for
 
 

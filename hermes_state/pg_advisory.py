@@ -26,9 +26,12 @@ POLL_MAX = 0.25
 _TRY = "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))"
 _UNLOCK = "SELECT pg_advisory_unlock(hashtextextended(%s, 0))"
 # Is the lock of this name held by that backend? (a bigint key is classid = high, objid = low half)
-_HELD = ("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1"
-         " AND pid = ? AND classid::bigint = ((hashtextextended(?, 0) >> 32) & 4294967295)"
-         " AND objid::bigint = (hashtextextended(?, 0) & 4294967295)")
+# (named placeholders: the condition also fences ``appends.PG_APPEND``)
+HELD_SQL = ("EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            " AND objsubid = 1 AND pid = %(lock_pid)s"
+            " AND classid::bigint = ((hashtextextended(%(lock)s, 0) >> 32) & 4294967295)"
+            " AND objid::bigint = (hashtextextended(%(lock)s, 0) & 4294967295))")
+_HELD = "SELECT " + HELD_SQL.replace("%(lock_pid)s", "?").replace("%(lock)s", "?")
 
 
 @dataclass(frozen=True)
@@ -40,10 +43,17 @@ class LockFence:
     name: str
     pid: int
 
+    def params(self) -> dict[str, object]:
+        """``HELD_SQL``'s parameters."""
+        return {"lock_pid": self.pid, "lock": self.name}
+
+    def lost(self) -> LeaseLost:
+        return LeaseLost(f"the lock {self.name!r} was lost (its database connection ended); "
+                         "another worker may hold it now")
+
     def check(self, tx: Tx) -> None:
-        if tx.execute(_HELD, (self.pid, self.name, self.name)).fetchone() is None:
-            raise LeaseLost(f"the lock {self.name!r} was lost (its database connection ended); "
-                            "another worker may hold it now")
+        if not tx.execute(_HELD, (self.pid, self.name, self.name)).fetchone()[0]:
+            raise self.lost()
 
 
 class AdvisoryLocks:

@@ -1,24 +1,10 @@
-"""What the store does to a pooled PostgreSQL connection around a write, without round trips:
-set it up once (the append function) and notice one that died while idle."""
+"""What the store does to a pooled PostgreSQL connection before a write, without a round trip:
+notice one that died while idle."""
 from __future__ import annotations
 
 import select
-import weakref
 
 import psycopg
-
-from .appends import PG_FUNCTION
-
-_WITHOUT_APPEND: "weakref.WeakSet[psycopg.Connection]" = weakref.WeakSet()
-
-
-def install_append(conn: psycopg.Connection) -> None:
-    """The pool's ``configure``: this connection's ``pg_temp.hermes_append`` (see ``appends``).
-    A role without the TEMP privilege cannot have it: its appends take the shared statements."""
-    try:
-        conn.execute(PG_FUNCTION)
-    except psycopg.errors.InsufficientPrivilege:
-        _WITHOUT_APPEND.add(conn)
 
 
 def drop_if_closed_while_idle(conn: psycopg.Connection) -> None:
@@ -36,8 +22,3 @@ def drop_if_closed_while_idle(conn: psycopg.Connection) -> None:
     if readable:
         conn.close()
         raise psycopg.OperationalError("the connection was closed while idle in the pool")
-
-
-def lacks_append(conn: psycopg.Connection) -> bool:
-    """``install_append`` could not give this connection the function."""
-    return conn in _WITHOUT_APPEND

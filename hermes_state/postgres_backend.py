@@ -22,13 +22,12 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from . import postgres_schema
-from .appends import PG_CALL, fenced_insert, in_seq_order, pg_call_params
+from . import pg_search, postgres_schema
+from .appends import fenced_insert, in_seq_order, pg_append_params, pg_append_sql
 from .backend import Fence, Row, Tx
 from .common import SessionDBError, clean_params, redact_url, scrub, unusable
-from .pg_advisory import AdvisoryLocks, LockFence
-from .pg_pool import drop_if_closed_while_idle, install_append, lacks_append
-from .postgres_schema import TS_CONFIG
+from .pg_advisory import HELD_SQL, AdvisoryLocks, LockFence
+from .pg_pool import drop_if_closed_while_idle
 from .tsquery import to_tsquery_text
 
 T = TypeVar("T")
@@ -37,7 +36,6 @@ WRITE_ATTEMPTS = 5
 CONNECT_TIMEOUT = 5  # seconds to reach the server
 POOL_WAIT = 15.0  # seconds a call waits for a pooled connection before failing
 _RETRY = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
-_HEADLINE = "StartSel=»,StopSel=«,MaxWords={},MinWords=4,MaxFragments=1,FragmentDelimiter=…"
 
 
 class PGRow(tuple):
@@ -94,6 +92,11 @@ class PGTx:
     def execute(self, sql: str, params: Iterable[Any] = ()) -> Any:
         self.used = True
         return self.conn.execute(pg_sql(sql), clean_params(params))
+
+    def named(self, sql: str, params: dict[str, Any]) -> Any:
+        """A statement with psycopg's named placeholders (each value sent once), as given."""
+        self.used = True
+        return self.conn.execute(sql, params)
 
     def returning(self, sql: str, params: Iterable[Any] = ()) -> Callable[[], list[Any]]:
         return self.execute(sql, params).fetchall  # read after the pipeline's sync: no wait
@@ -160,8 +163,7 @@ class PostgresBackend:
                                  " migration") from None
         size = pool_size or DEFAULT_POOL_SIZE
         return ConnectionPool(self.url, min_size=1, max_size=size, open=True, name="hermes",
-                              kwargs=self._connect_kwargs(), timeout=POOL_WAIT, num_workers=1,
-                              configure=install_append)
+                              kwargs=self._connect_kwargs(), timeout=POOL_WAIT, num_workers=1)
 
     # -- connections ---------------------------------------------------------------------------
 
@@ -232,21 +234,26 @@ class PostgresBackend:
         return self._run(fn, transaction=True,
                          mode="pipelined" if pipelined else "transaction")
 
+    _APPEND = pg_append_sql()
+    _FENCED_APPEND = pg_append_sql(HELD_SQL)
+
     def append_rows(self, session_id: str, rows: list[tuple[Any, ...]],
                     usage: Optional[tuple[int, int]], fence: Optional[Fence]) -> list[int]:
-        """One statement (``appends.PG_FUNCTION``) when unfenced and the connection has the
-        function; else the shared statements, pipelined."""
-        if fence is None:
-            def call(tx: PGTx) -> Optional[list[int]]:
-                if lacks_append(tx.conn):
-                    return None
-                return in_seq_order(tx.execute(PG_CALL, pg_call_params(session_id, rows, usage))
-                                    .fetchall())
-            ids = self._run(call, transaction=True, mode="statement")
-            if ids is not None:
-                return ids
-        return self.write(lambda c: fenced_insert(c, session_id, rows, usage, fence),
-                          pipelined=True)()
+        """One statement (``appends.PG_APPEND``), the lock check of a ``LockFence`` in it; any
+        other fence is checked first in a pipelined transaction of the shared statements."""
+        if fence is not None and not isinstance(fence, LockFence):
+            return self.write(lambda c: fenced_insert(c, session_id, rows, usage, fence),
+                              pipelined=True)()
+        params = pg_append_params(session_id, rows, usage)
+        sql = self._APPEND
+        if fence is not None:
+            sql = self._FENCED_APPEND
+            params.update(fence.params())
+        returned = self._run(lambda tx: tx.named(sql, params).fetchall(), transaction=True,
+                             mode="statement")
+        if not returned and fence is not None:
+            raise fence.lost()
+        return in_seq_order(returned)
 
     def read(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
         return self._run(lambda tx: tx.execute(sql, params).fetchall(), transaction=False)
@@ -301,80 +308,17 @@ class PostgresBackend:
         return isinstance(exc, (pg_errors.SyntaxError, pg_errors.DataException))
 
     def search_messages_sql(self, where: str) -> str:
-        return ("SELECT m.session_id, m.id AS message_id, m.role,"
-                f" ts_headline('{TS_CONFIG}', coalesce(m.content, ''), q,"
-                f" '{_HEADLINE.format(12)}') AS snippet,"
-                " m.created_at, m.active, s.title AS session_title"
-                f" FROM messages AS m CROSS JOIN to_tsquery('{TS_CONFIG}', ?) AS q"
-                " LEFT JOIN sessions AS s ON s.id = m.session_id"
-                f" WHERE m.search @@ q{where}"
-                " ORDER BY ts_rank(m.search, q) DESC, m.id DESC LIMIT ?")
-
-    RARE = 2_000  # fewer matches than this: one query over all of them
-    FIRST_WINDOW = 2_000  # else row ids per step of the windowed scan, growing 5x per step
+        return pg_search.search_messages_sql(where)
 
     def session_hits(self, match: str, want: int, sort: str, child_filter: str,
                      relevance_pool: int,
                      filter_params: Iterable[Any] = ()) -> list[dict[str, Any]]:
-        """The first matching message per session in ``sort`` order, up to ``want`` sessions
-        (``relevance``: the best-ranked among the newest ``relevance_pool`` matches).
-
-        A rare query (counted through the GIN index, up to ``RARE``) is answered by one query
-        over its matches. A common one is read in windows of ids from the newest (or oldest)
-        end, each 5x the last, stopping once enough are found, as on SQLite: one query over
-        every match of a common word would read them all."""
-        ranked, way = sort == "relevance", "ASC" if sort == "oldest" else "DESC"
-        where = f" AND {child_filter}" if child_filter else ""
-        rank = "ts_rank(m.search, q)" if ranked else "0"
-        query = f"to_tsquery('{TS_CONFIG}', ?)"
-        common = self.read(f"SELECT count(*) FROM (SELECT 1 FROM messages AS m WHERE m.search @@"
-                           f" {query} LIMIT {self.RARE}) AS c", (match,))[0][0] >= self.RARE
-        base = ("SELECT m.session_id, m.id AS message_id, m.role, m.active, m.compacted, s.title,"
-                f" s.source, s.started_at, s.updated_at, {rank} AS rank"
-                f" FROM messages AS m CROSS JOIN {query} AS q JOIN sessions AS s"
-                f" ON s.id = m.session_id WHERE m.search @@ q AND m.id BETWEEN ? AND ?{where}")
-        if ranked:
-            sql = f"{base} ORDER BY m.id DESC LIMIT ?"
-        else:
-            sql = (f"SELECT * FROM (SELECT DISTINCT ON (session_id) * FROM ({base}) AS w"
-                   f" ORDER BY session_id, message_id {way}) AS h"
-                   f" ORDER BY message_id {way} LIMIT ?")
-        top = self.read("SELECT COALESCE(MAX(id), 0) FROM messages")[0][0]
-        seen: set[str] = set()
-        hits: list[dict[str, Any]] = []
-        pool: list[dict[str, Any]] = []
-        done, step = 0, (self.FIRST_WINDOW if common else top)
-        while done < top and len(hits) < want and len(pool) < relevance_pool:
-            lo, hi = (done + 1, done + step) if sort == "oldest" else (top - done - step + 1,
-                                                                     top - done)
-            room = relevance_pool - len(pool) if ranked else want + len(seen)
-            for row in self.read(sql, (match, lo, hi, *filter_params, room)):
-                d = dict(row)
-                if ranked:
-                    pool.append(d)
-                elif d["session_id"] not in seen and len(hits) < want:
-                    seen.add(d["session_id"])
-                    hits.append(d)
-            done += step
-            step *= 5
-        for d in sorted(pool, key=lambda r: (-r["rank"], -r["message_id"])):
-            if d["session_id"] not in seen and len(hits) < want:
-                seen.add(d["session_id"])
-                hits.append(d)
-        for d in hits:
-            d.pop("rank", None)
-        return hits
+        """See ``pg_search.session_hits``."""
+        return pg_search.session_hits(self.read, match, want, sort, child_filter,
+                                      relevance_pool, filter_params)
 
     def add_snippets(self, match: str, sort: str, hits: list[dict[str, Any]]) -> None:
-        if not hits:
-            return
-        rows = self.read(f"SELECT id, ts_headline('{TS_CONFIG}', coalesce(content, ''),"
-                         f" to_tsquery('{TS_CONFIG}', ?), '{_HEADLINE.format(16)}')"
-                         " FROM messages WHERE id = ANY(?)",
-                         (match, [int(h["message_id"]) for h in hits]))
-        found = {int(r[0]): r[1] for r in rows}
-        for hit in hits:
-            hit["snippet"] = found.get(int(hit["message_id"]), "")
+        pg_search.add_snippets(self.read, match, hits)
 
     # -- health --------------------------------------------------------------------------------
 

@@ -113,9 +113,22 @@ _OWNERS = (
     "ALTER TABLE cron_jobs ADD COLUMN policy TEXT",
 )
 
+# sessions.last_seq (see sqlite_schema._m8_seq_counter)
+_SEQ_COUNTER = (
+    "ALTER TABLE sessions ADD COLUMN last_seq BIGINT NOT NULL DEFAULT 0",
+    "UPDATE sessions SET last_seq = COALESCE((SELECT MAX(seq) FROM messages"
+    " WHERE messages.session_id = sessions.id), 0)",
+)
+
+# fts_prefix rebuilds SQLite's FTS5 table with prefix indexes; a GIN index over tsvector needs
+# nothing for ``word:*`` (it scans the lexemes in order)
+_FTS_PREFIX: tuple[str, ...] = ()
+
 STEPS: dict[str, tuple[str, ...]] = {"core": _CORE, "fts": _FTS, "delegations": _DELEGATIONS,
                                      "api_responses": _API_RESPONSES, "cron": _CRON,
-                                     "pairing": _PAIRING, "owners": _OWNERS}
+                                     "pairing": _PAIRING, "owners": _OWNERS,
+                                     "seq_counter": _SEQ_COUNTER,
+                                     "fts_prefix": _FTS_PREFIX}
 check_steps("postgresql", STEPS)
 
 # applied_at NULL: recorded from the old schema_version, when it was applied is not known

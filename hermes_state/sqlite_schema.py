@@ -43,12 +43,12 @@ def _m1_core(c: Tx) -> None:
 FTS_TRIGGERS = ("messages_fts_ai", "messages_fts_ad", "messages_fts_au")
 
 
-def _m2_fts(c: Tx) -> None:
+def _m2_fts(c: Tx, options: str = "") -> None:
     # External-content FTS5 over messages (text stored once); triggers keep it in sync (a
     # 'delete' must repeat the indexed values), 'rebuild' indexes rows written before this version.
     c.execute("CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(content, tool_name, "
               "content='messages', content_rowid='id', "
-              "tokenize='porter unicode61 remove_diacritics 2')")
+              f"tokenize='porter unicode61 remove_diacritics 2'{options})")
     ins = ("INSERT INTO messages_fts(rowid, content, tool_name) "
            "VALUES (new.id, new.content, new.tool_name);")
     dele = ("INSERT INTO messages_fts(messages_fts, rowid, content, tool_name) "
@@ -129,10 +129,32 @@ def _m7_owners(c: Tx) -> None:
     c.execute("ALTER TABLE cron_jobs ADD COLUMN policy TEXT")
 
 
+# The highest ``seq`` of a session's rows, kept in its row (see ``appends``): an append reads its
+# next position from the row it locks instead of from the messages table.
+SEQ_COUNTER = ("UPDATE sessions SET last_seq = COALESCE((SELECT MAX(seq) FROM messages"
+               " WHERE messages.session_id = sessions.id), 0)")
+
+
+def _m8_seq_counter(c: Tx) -> None:
+    c.execute("ALTER TABLE sessions ADD COLUMN last_seq INTEGER NOT NULL DEFAULT 0")
+    c.execute(SEQ_COUNTER)
+
+
+def _m9_fts_prefix(c: Tx) -> None:
+    # The search index again, with prefix indexes of 2 and 3 characters: a query like ``an*``
+    # used to merge the doclists of every word starting so (seconds over a million messages);
+    # now it reads one doclist. Rebuilt from the messages table, which holds every indexed value.
+    for trigger in FTS_TRIGGERS:
+        c.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    c.execute("DROP TABLE IF EXISTS messages_fts")
+    _m2_fts(c, ", prefix='2 3'")
+
+
 Step = Callable[[Tx], None]
 STEPS: dict[str, Step] = {"core": _m1_core, "fts": _m2_fts, "delegations": _m3_delegations,
                           "api_responses": _m4_api_responses, "cron": _m5_cron,
-                          "pairing": _m6_pairing, "owners": _m7_owners}
+                          "pairing": _m6_pairing, "owners": _m7_owners,
+                          "seq_counter": _m8_seq_counter, "fts_prefix": _m9_fts_prefix}
 check_steps("sqlite", STEPS)
 
 # applied_at NULL: recorded from the old user_version, when it was applied is not known

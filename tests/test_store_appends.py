@@ -75,8 +75,7 @@ def test_an_append_that_fails_leaves_nothing(store):
 
 
 def test_a_role_without_temp_privilege_still_appends(pg_cluster, pg_url):
-    """``pg_temp.hermes_append`` needs the TEMP privilege; without it appends take the shared
-    statements and nothing else changes."""
+    """The one-statement append needs no TEMP privilege (no function, nothing per connection)."""
     import psycopg
 
     from hermes_state import SessionDB
@@ -101,5 +100,50 @@ def test_a_role_without_temp_privilege_still_appends(pg_cluster, pg_url):
         history, row_ids = db.get_active_history(sid)
         assert [m["content"] for m in history] == ["a", "b", "c"] and row_ids == ids
         assert db.get_session(sid)["prompt_tokens"] == 3
+    finally:
+        db.close()
+
+
+def test_rows_written_without_the_counter_are_followed_not_overtaken(store):
+    """An older Hermes (or an import) writes ``MAX(seq) + 1`` and leaves ``last_seq`` alone: the
+    next append still goes after its rows, and a compaction leaves the counter at the top."""
+    sid = store.create_session()
+    store.append_messages(sid, [{"role": "user", "content": "one"}])
+    store.execute("INSERT INTO messages (session_id, role, content, seq) VALUES (?, 'user',"
+                  " 'by an older writer', 7)", (sid,))
+    ids = store.append_messages(sid, [{"role": "assistant", "content": "a"},
+                                      {"role": "user", "content": "b"}])
+    history, row_ids = store.get_active_history(sid)
+    assert [m["content"] for m in history] == ["one", "by an older writer", "a", "b"]
+    assert [m["seq"] for m in store.get_messages(sid)][-2:] == [8, 9] and row_ids[-2:] == ids
+    store.replace_active_messages(sid, [{"role": "user", "content": "summary"}], row_ids[:2])
+    top = store.execute("SELECT MAX(seq) FROM messages WHERE session_id = ?", (sid,))[0][0]
+    assert store.get_session(sid)["last_seq"] == top
+    store.append_message(sid, "assistant", "last")
+    assert [m["content"] for m in store.get_active_messages(sid)] == ["summary", "a", "b", "last"]
+
+
+def test_a_fenced_append_after_the_lock_died_writes_nothing(pg_cluster, pg_url):
+    """PostgreSQL checks the lease inside the append statement itself: once the lock's
+    connection is gone, the append raises ``LeaseLost`` and no row or counter moved."""
+    import psycopg
+
+    from hermes_state import SessionDB
+
+    db = SessionDB(url=pg_url)
+    try:
+        sid = db.create_session()
+        with db.advisory_lock(f"turn:{sid}", wait=0) as got:
+            assert got
+            fence = db.lock_fence(f"turn:{sid}")
+            db.append_messages(sid, [{"role": "user", "content": "kept"}], fence=fence)
+            with psycopg.connect(pg_url, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (fence.pid,))
+            with pytest.raises(LeaseLost):
+                db.append_messages(sid, [{"role": "assistant", "content": "lost"}],
+                                   usage=(3, 3), fence=fence)
+        assert [m["content"] for m in db.get_messages(sid)] == ["kept"]
+        s = db.get_session(sid)
+        assert (s["message_count"], s["prompt_tokens"], s["last_seq"]) == (1, 0, 1)
     finally:
         db.close()

@@ -46,6 +46,11 @@ def _rows_kept(db: SessionDB) -> None:
     assert db.applied_migrations() == list(NAMES) and db.schema_version() == len(NAMES)
     assert [m["content"] for m in db.get_messages("s1")] == ["the old quokka note"]
     assert db.search_sessions("quokka")[0][0]["session_id"] == "s1"  # old rows are indexed
+    for prefix in ("qu*", "quo*", "quokk*"):  # fts_prefix: old rows in the prefix index too
+        assert [h["session_id"] for h in db.search_sessions(prefix)[0]] == ["s1"], prefix
+    assert db.get_session("s1")["last_seq"] == 1  # seq_counter: from the rows already there
+    db.append_messages("s1", [{"role": "assistant", "content": "after the upgrade"}])
+    assert [m["seq"] for m in db.get_messages("s1")] == [1, 2]
     assert db.list_children("s1")[0]["status"] == "completed"
     assert db.get_response("resp_1")["body"] == {"id": "resp_1"}
     assert db.get_cron_job("job1")["owner"] is None and len(db.list_cron_runs("job1")) == 1
@@ -62,7 +67,7 @@ def _records(db: SessionDB) -> dict[str, Any]:
 
 def test_a_fresh_store_records_every_name_once_with_its_time(store: SessionDB) -> None:
     assert store.applied_migrations() == list(NAMES)
-    assert store.schema_version() == len(NAMES) == 7
+    assert store.schema_version() == len(NAMES) == 9
     records = _records(store)
     assert sorted(records) == sorted(NAMES) and all(records[n] > 0 for n in NAMES)
     assert store.integrity_check() == []
@@ -82,7 +87,7 @@ def test_a_store_a_newer_hermes_migrated_is_refused_by_name(store: SessionDB,
     if "://" not in store_ref:  # the refused file is untouched
         raw = sqlite3.connect(store_ref)
         assert raw.execute("SELECT id FROM sessions").fetchall() == [("kept",)]
-        assert raw.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] == 8
+        assert raw.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] == len(NAMES) + 1
 
 
 def test_integrity_check_names_a_missing_migration(store: SessionDB) -> None:
@@ -135,7 +140,7 @@ def test_a_sqlite_file_at_user_version_5_upgrades_in_place(tmp_path: Path) -> No
     assert [n for n in NAMES if records[n] is None] == list(NAMES[:5])
     assert records["pairing"] > 0 and records["owners"] > 0
     raw = sqlite3.connect(old)
-    assert raw.execute("PRAGMA user_version").fetchone()[0] == 7  # an older Hermes opens it too
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == 9  # an older Hermes opens it too
     raw.close()
     fresh = tmp_path / "fresh.db"
     SessionDB(fresh).close()
@@ -147,7 +152,9 @@ def test_a_current_sqlite_file_from_before_the_names_records_them_all(tmp_path: 
     sqlite_store(old, 7, _old_rows)
     with SessionDB(old) as db:
         _rows_kept(db)
-        assert set(_records(db).values()) == {None}  # nothing re-ran
+        records = _records(db)
+    assert {records[n] for n in NAMES[:7]} == {None}  # nothing re-ran; the later names ran now
+    assert all(records[n] > 0 for n in NAMES[7:])
 
 
 def test_a_migration_a_numbered_hermes_applied_meanwhile_is_recorded_not_rerun(tmp_path):
@@ -187,7 +194,7 @@ def test_a_postgres_database_at_version_1_upgrades_in_place(pg_cluster) -> None:
         legacy = db.execute("SELECT max(version) FROM schema_version")[0][0]
     assert [n for n in NAMES if records[n] is None] == list(NAMES[:5])
     assert records["pairing"] > 0 and records["owners"] > 0
-    assert legacy == 3  # kept current: a host still on the numbered Hermes opens it too
+    assert legacy == 5  # kept current: a host still on the numbered Hermes opens it too
     fresh = pg_cluster.new_database(migrated=False)
     SessionDB(url=fresh).close()
     assert _pg_schema(url) == _pg_schema(fresh)  # the split steps build the same schema
@@ -198,7 +205,7 @@ def test_a_postgres_database_at_version_3_records_them_all(pg_cluster) -> None:
     postgres_store(url, 3)
     with SessionDB(url=url) as db:
         assert db.applied_migrations() == list(NAMES)
-        assert set(_records(db).values()) == {None}
+        assert {_records(db)[n] for n in NAMES[:7]} == {None}
         # a host still on the numbered Hermes applied owners while this one was upgrading
         db.execute("DELETE FROM schema_migrations WHERE name = 'owners'")
     with SessionDB(url=url) as db:  # recorded from schema_version, not run twice
@@ -214,8 +221,8 @@ def test_old_version_numbers_map_onto_names() -> None:
     assert migrations.from_schema_version(0, "x") == []
     assert migrations.from_schema_version(1, "x") == list(NAMES[:5])
     assert migrations.from_schema_version(2, "x") == list(NAMES[:6])
-    assert migrations.from_schema_version(3, "x") == list(NAMES)
-    for fn, too_new in ((migrations.from_user_version, 8), (migrations.from_schema_version, 4)):
+    assert migrations.from_schema_version(5, "x") == list(NAMES)
+    for fn, too_new in ((migrations.from_user_version, 10), (migrations.from_schema_version, 6)):
         with pytest.raises(SessionDBError, match="newer Hermes"):
             fn(too_new, "x")
     assert migrations.prefix_count(NAMES[:3]) == 3
@@ -228,7 +235,7 @@ def test_names_come_back_in_order_and_unknown_ones_are_named() -> None:
     assert migrations.pending(["core", "cron"]) == [n for n in NAMES if n not in ("core", "cron")]
     assert migrations.problems(NAMES) == []
     assert migrations.problems([*NAMES[:6], "zz"]) == [
-        "migrations not applied: owners", "migrations this Hermes does not know: zz"]
+        "migrations not applied: owners, seq_counter, fts_prefix", "migrations this Hermes does not know: zz"]
     migrations.refuse_unknown(NAMES, "x")
     with pytest.raises(SessionDBError, match=r"store /s.db has migrations .*\(a, b\)"):
         migrations.refuse_unknown([*NAMES, "b", "a"], "/s.db")
