@@ -43,28 +43,37 @@ def _add_agent_flags(p: argparse.ArgumentParser, sub: bool) -> None:
                    help="attach an image to the (first) message; repeatable", **d)
 
 
+def _add_top_flags(p: argparse.ArgumentParser) -> None:
+    """The flags of `hermes` itself (before any command word)."""
+    _add_agent_flags(p, sub=False)
+    p.add_argument("-z", metavar="MSG", dest="oneshot_quiet",
+                   help="answer one message; print only the final answer")
+
+
 # `hermes COMMAND`: each module's add_parser binds its handlers with set_defaults(func=...); the
-# order is --help's
+# order is --help's. Commands plugins register (`profile`, `auth`, `model` among them:
+# hermes_cli.cli_plugin) follow, added by hermes_cli.plugin_commands when the line needs them.
 COMMAND_MODULES = ("sessions", "memory_cmd", "skills_cmd", "cron_cmd", "store_cmd",
                    "checkpoints_cmd", "config_cmd", "setup", "doctor", "mcp_cmd", "plugins_cmd",
-                   "dashboard_cmd", "acp_cmd", "gateway_cmd", "pairing_cmd", "profile_cmd",
-                   "auth_cmd", "model_cmd")
+                   "dashboard_cmd", "acp_cmd", "gateway_cmd", "pairing_cmd")
 NO_DOTENV = ("sessions", "memory", "skills", "setup")  # they never read HERMES_HOME/.env
 QUIET_CONFIG = ("doctor", "gateway", "pairing")  # name unknown keys themselves (or not at all)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Optional[list[str]] = None) -> argparse.ArgumentParser:
+    """The parser of `hermes`; with ``argv``, plus the plugins' commands when that line needs
+    them (``None``: all of them, as for --help)."""
     import importlib
+
+    from hermes_cli import plugin_commands
 
     p = OneLineParser(
         prog="hermes", description="A self-hosted AI agent. With no command: an interactive chat.",
         epilog="`hermes COMMAND --help` describes each command.")
-    _add_agent_flags(p, sub=False)
+    _add_top_flags(p)
     p.add_argument("--version", action=VersionAction)
     p.add_argument("-p", "--profile", metavar="NAME",
                    help="run in profile NAME (HERMES_HOME/profiles/NAME; also HERMES_PROFILE)")
-    p.add_argument("-z", metavar="MSG", dest="oneshot_quiet",
-                   help="answer one message; print only the final answer")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     pc = sub.add_parser("chat", help="interactive chat (the default), or -q MSG for one answer")
@@ -74,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     pc.set_defaults(func=run_chat)
     for name in COMMAND_MODULES:
         importlib.import_module(f"hermes_cli.{name}").add_parser(sub)
+    known = list(sub.choices)
+    if argv is None or plugin_commands.wants_plugins(argv, known, _add_top_flags):
+        plugin_commands.add_registered(sub, known)
     return p
 
 
@@ -153,7 +165,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     except profiles.ProfileError as exc:
         _error(str(exc))
         return 2
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     import logging
 

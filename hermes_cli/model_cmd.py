@@ -13,10 +13,9 @@ from typing import Any, Optional
 from hermes_core.config import ConfigError
 
 
-def add_parser(sub: Any) -> None:
-    p = sub.add_parser("model", help="list the endpoint's models; `hermes model NAME` saves one")
+def setup(p: argparse.ArgumentParser) -> None:
+    """The arguments of `hermes model` (registered by hermes_cli.cli_plugin)."""
     p.add_argument("name", nargs="?", metavar="NAME", help="the model to use from now on")
-    p.set_defaults(func=run)
 
 
 def _save(name: str, provider: Optional[str]) -> list[str]:
