@@ -43,16 +43,9 @@ def _add_agent_flags(p: argparse.ArgumentParser, sub: bool) -> None:
                    help="attach an image to the (first) message; repeatable", **d)
 
 
-def _add_top_flags(p: argparse.ArgumentParser) -> None:
-    """The flags of `hermes` itself (before any command word)."""
-    _add_agent_flags(p, sub=False)
-    p.add_argument("-z", metavar="MSG", dest="oneshot_quiet",
-                   help="answer one message; print only the final answer")
-
-
 # `hermes COMMAND`: each module's add_parser binds its handlers with set_defaults(func=...); the
 # order is --help's. Commands plugins register (`profile`, `auth`, `model` among them:
-# hermes_cli.cli_plugin) follow, added by hermes_cli.plugin_commands when the line needs them.
+# hermes_cli.cli_plugin) follow, added by hermes_cli.plugin_commands.
 COMMAND_MODULES = ("sessions", "memory_cmd", "skills_cmd", "cron_cmd", "store_cmd",
                    "checkpoints_cmd", "config_cmd", "setup", "doctor", "mcp_cmd", "plugins_cmd",
                    "dashboard_cmd", "acp_cmd", "gateway_cmd", "pairing_cmd")
@@ -60,9 +53,9 @@ NO_DOTENV = ("sessions", "memory", "skills", "setup")  # they never read HERMES_
 QUIET_CONFIG = ("doctor", "gateway", "pairing")  # name unknown keys themselves (or not at all)
 
 
-def build_parser(argv: Optional[list[str]] = None) -> argparse.ArgumentParser:
-    """The parser of `hermes`; with ``argv``, plus the plugins' commands when that line needs
-    them (``None``: all of them, as for --help)."""
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of `hermes`: its own commands, then those plugins registered. (Plugins are
+    loaded by then anyway: --provider's help lists the providers they register.)"""
     import importlib
 
     from hermes_cli import plugin_commands
@@ -70,7 +63,9 @@ def build_parser(argv: Optional[list[str]] = None) -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="hermes", description="A self-hosted AI agent. With no command: an interactive chat.",
         epilog="`hermes COMMAND --help` describes each command.")
-    _add_top_flags(p)
+    _add_agent_flags(p, sub=False)
+    p.add_argument("-z", metavar="MSG", dest="oneshot_quiet",
+                   help="answer one message; print only the final answer")
     p.add_argument("--version", action=VersionAction)
     p.add_argument("-p", "--profile", metavar="NAME",
                    help="run in profile NAME (HERMES_HOME/profiles/NAME; also HERMES_PROFILE)")
@@ -83,9 +78,7 @@ def build_parser(argv: Optional[list[str]] = None) -> argparse.ArgumentParser:
     pc.set_defaults(func=run_chat)
     for name in COMMAND_MODULES:
         importlib.import_module(f"hermes_cli.{name}").add_parser(sub)
-    known = list(sub.choices)
-    if argv is None or plugin_commands.wants_plugins(argv, known, _add_top_flags):
-        plugin_commands.add_registered(sub, known)
+    plugin_commands.add_registered(sub, list(sub.choices))
     return p
 
 
@@ -165,7 +158,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     except profiles.ProfileError as exc:
         _error(str(exc))
         return 2
-    args = build_parser(argv).parse_args(argv)
+    args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     import logging
 

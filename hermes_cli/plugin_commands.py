@@ -2,56 +2,14 @@
 `profile`, `auth` and `model` (``hermes_cli.cli_plugin``) and any enabled plugin's, from a pip
 package or a ``HERMES_HOME/plugins/<name>/`` folder.
 
-Loading every plugin costs a start about 0.15 s, so the parser asks for them only when the
-command line needs them: its command word is none of the commands `hermes` knows itself, or it
-asks for the top-level ``--help`` (which lists every command). ``hermes -z``, the chat and the
-other commands start as before.
+Reading them costs a start nothing more: the plugins are loaded while the parser is built anyway
+(``--provider``'s help lists the providers they register).
 """
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Callable, Iterable, Optional
-
-HELP_FLAGS = ("-h", "--help")
-
-
-class _Stop(Exception):
-    pass
-
-
-class _Quiet(argparse.ArgumentParser):
-    """A parser that raises instead of printing and exiting: the real one reports errors."""
-
-    def error(self, message: str) -> Any:
-        raise _Stop(message)
-
-
-def command_word(argv: list[str], add_flags: Callable[[argparse.ArgumentParser], None]
-                 ) -> tuple[Optional[str], bool]:
-    """(the command word, or None; whether it could be told): the top-level flags (``add_flags``)
-    are skipped with their values, so ``hermes -z hello`` has no command word."""
-    p = _Quiet(add_help=False)
-    add_flags(p)
-    p.add_argument("command", nargs="?")
-    p.add_argument("rest", nargs=argparse.REMAINDER)
-    try:
-        ns, _ = p.parse_known_args(argv)
-    except _Stop:
-        return None, False
-    return ns.command, True
-
-
-def wants_plugins(argv: list[str], known: Iterable[str],
-                  add_flags: Callable[[argparse.ArgumentParser], None]) -> bool:
-    """Whether the parser needs the plugins' commands for this command line."""
-    word, told = command_word(argv, add_flags)
-    if not told:
-        return True  # a flag's value is junk: the full parser names the problem
-    if word is None:
-        head = argv[:argv.index("--")] if "--" in argv else argv
-        return any(a in HELP_FLAGS for a in head)
-    return word not in set(known)
+from typing import Any, Callable, Iterable
 
 
 def registered() -> list[Any]:

@@ -11,16 +11,16 @@ from hermes_core.config import ConfigError, parse_config
 from hermes_core.provider_settings import resolve_provider
 from tests import fake_anthropic as fa_replies
 from tests.conftest import write_config
-from tests.fake_provider import FakeProvider, text, tool_calls
+from tests.fake_provider import text, tool_calls
 from tests.test_compression_e2e import SUMMARY, seeded_session, summary_requests
 from tests.web_server import make_png
 
 
 @pytest.fixture
-def aux():
-    """The second loopback OpenAI-compatible server: the auxiliary endpoint."""
-    with FakeProvider(default=text(SUMMARY)) as server:
-        yield server
+def aux(aux_provider):
+    """The auxiliary endpoint (tests/conftest.py's second loopback server), answering summaries."""
+    aux_provider.default = text(SUMMARY)
+    return aux_provider
 
 
 @pytest.fixture

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_cli.main import _add_top_flags
-from hermes_cli.plugin_commands import wants_plugins
 from tests.cli.conftest import hermes_env, run_hermes
 
 PLUGIN = '''import os
@@ -68,13 +66,3 @@ def test_builtin_commands_run_through_their_registration(env):
     assert res.returncode == 0 and "default" in res.stdout, res.stderr
     auth = run_hermes("auth", "list", "nosuch", env=env)
     assert auth.returncode == 2 and "unknown provider 'nosuch'" in auth.stderr
-
-
-@pytest.mark.parametrize("argv, wanted", [
-    (["-z", "hello"], False), (["-q", "model"], False), (["sessions", "list"], False),
-    ([], False), (["--debug"], False), (["hello"], True), (["--help"], True),
-    (["-m", "x", "model"], True), (["--max-turns", "zero", "hello"], True),
-    (["chat", "--help"], False), (["--max-turns", "3"], False),
-])
-def test_which_lines_load_the_plugins(argv, wanted):
-    assert wants_plugins(argv, ["chat", "sessions"], _add_top_flags) is wanted

@@ -134,10 +134,19 @@ def convert_messages(messages: list[dict], thinking: Optional[ThinkingLookup] = 
         role, content = msg.get("role"), msg.get("content")
         if type(content) is str and role != "tool" and not msg.get("tool_calls"):
             # the common message, plain text: every request converts the whole history, so it
-            # skips the general path's calls (a 400-message history: ~0.2 ms less per request)
+            # skips the general path's calls and lists (fewer objects, less garbage collection)
             side = "assistant" if role == "assistant" else "user"
-            blocks = [{"type": "text", "text": content}] if content else []
-        elif role == "assistant":
+            if not content:
+                where.append(None)
+                continue
+            block = {"type": "text", "text": content}
+            if turns and turns[-1]["role"] == side:
+                turns[-1]["content"].append(block)
+            else:
+                turns.append({"role": side, "content": [block]})
+            where.append((len(turns) - 1, len(turns[-1]["content"]) - 1))
+            continue
+        if role == "assistant":
             side, blocks = "assistant", assistant_blocks(msg, thinking)
         elif role == "tool":
             side, blocks = "user", [tool_result_block(msg)]
