@@ -243,6 +243,7 @@ class FakeAnthropic:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers, body: two writes; no 40 ms delayed-ACK stalls
 
     def log_message(self, *args: Any) -> None:
         pass
