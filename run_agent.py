@@ -34,6 +34,7 @@ from agent.providers.models import settle as settle_model
 from agent.providers.windows import family_window, window_for
 from agent.providers.openai_compat import abort_connections
 from agent.turn_context import TurnState, build_turn, preflight_compress
+from hermes_core.auxiliary import check_auxiliary
 from hermes_core.config import HermesConfig, load_config, load_env_file, load_plugins
 from hermes_core.provider_settings import ProviderSettings, resolve_provider
 from hermes_core.retry import jittered_backoff
@@ -136,6 +137,7 @@ class AIAgent(ProviderMixin, ToolsMixin, PromptMixin, SessionMixin, StatusMixin)
         settings = resolve_provider(self.config, base_url=base_url, api_key=api_key, model=model,
                                     provider=provider)
         self._provider_settings = settings  # the wire and plugin of this provider (issue 25)
+        check_auxiliary(self.config, settings)  # junk under auxiliary: refused now, not mid-task
         self._fallback: Any = None  # agent.providers.fallback.AgentChain, made when first needed
         self.provider = settings.provider
         self.base_url = settings.base_url

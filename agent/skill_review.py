@@ -85,7 +85,8 @@ def due(agent: AIAgent, result: Optional[dict]) -> Optional[activity.TurnActivit
     res = result or {}
     if not section.auto_create:
         return None
-    if agent.platform == REVIEW_PLATFORM or agent.provider == "local":
+    own = review_settings(agent)
+    if agent.platform == REVIEW_PLATFORM or (own.provider if own else agent.provider) == "local":
         return None  # the embedded model is too small to write skills, and is busy answering
     tools = {(t.get("function") or {}).get("name") for t in agent.tools or ()}
     if "skill_manage" not in tools or not res.get("completed") or res.get("interrupted"):
@@ -148,13 +149,25 @@ def request(messages: list[dict], used: list[str]) -> str:
     return f"{hint}The conversation (newest part):\n\n{activity.digest(messages)}"
 
 
+def review_settings(agent: AIAgent) -> Any:
+    """``auxiliary.review``'s settings (``hermes_core.auxiliary``); None: the agent's own model,
+    the fallback's while it is on one."""
+    from hermes_core.auxiliary import is_configured, resolve_auxiliary
+
+    if not is_configured(agent.config, "review"):
+        return None
+    return resolve_auxiliary(agent.config, "review", agent.provider_settings)
+
+
 def run_review(agent: AIAgent, messages: list[dict], used: list[str]) -> list[tuple[str, str]]:
     """Run the review agent to the end (synchronously); the (action, skill) writes that
     succeeded."""
     from agent.factory import AgentSpec, ProviderChoice, build_agent
 
+    own = review_settings(agent)
+    choice = ProviderChoice.like(agent) if own is None else ProviderChoice.of(own)
     child = build_agent(AgentSpec(
-        config=agent.config, platform=REVIEW_PLATFORM, provider=ProviderChoice.like(agent),
+        config=agent.config, platform=REVIEW_PLATFORM, provider=choice,
         cwd=agent.cwd, session_db=False, enabled_toolsets=["skills"], skip_memory=True,
         skip_context_files=True, max_iterations=MAX_ITERATIONS, yolo=agent.yolo,
         mutating_tools=agent.mutating_tools))  # nobody to ask: it writes only where the parent may

@@ -49,9 +49,20 @@ def is_compaction_message(msg: dict) -> bool:
 
 
 def last_compaction_index(messages: list[dict]) -> int:
-    """Index of the newest compaction message (-1 when none): the history before it is compacted."""
-    return next((i for i in range(len(messages) - 1, -1, -1)
-                 if is_compaction_message(messages[i])), -1)
+    """Index of the newest compaction message (-1 when none): the history before it is compacted.
+
+    Every request on the Anthropic path asks this of the whole history, so a plain-text message
+    that cannot be one (it neither starts with the marker nor is the acknowledgement) is passed
+    over on a string test alone: a 400-message history without a compaction took ~3 ms."""
+    for i in range(len(messages) - 1, -1, -1):
+        msg = messages[i]
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if isinstance(content, str) and content != SUMMARY_ACK \
+                and not content.startswith(SUMMARY_MARKER):
+            continue
+        if is_compaction_message(msg):
+            return i
+    return -1
 
 
 def summary_block(text: str) -> str:

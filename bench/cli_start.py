@@ -4,7 +4,9 @@ Prints the median wall time and peak RSS of each over N runs (default 10) and th
 (issue 4): hermes -z wall time <= 2x the openai import, peak RSS <= 80 MB. Peak RSS is read per child
 with os.wait4, so one run's figure is never mixed with another's.
 
-    .venv/bin/python bench/cli_start.py [--runs 10]
+    .venv/bin/python bench/cli_start.py [--runs 10] [--args "profile list"]
+
+``--args`` times another command line of `hermes` in place of ``-z "hi"`` (the same ratio).
 """
 from __future__ import annotations
 
@@ -48,6 +50,7 @@ def start_provider(env: dict[str, str]) -> tuple[subprocess.Popen, str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--args", default="-z hi", help="the hermes command line to time")
     args = ap.parse_args()
 
     home = tempfile.mkdtemp(prefix="hermes-bench-")
@@ -57,8 +60,11 @@ def main() -> int:
     env.update(OPENAI_BASE_URL=base_url, OPENAI_API_KEY="bench")
     script = Path(sys.executable).with_name("hermes")
     hermes = [str(script)] if script.exists() else [sys.executable, "-m", "hermes_cli.main"]
+    import shlex
+
+    label = f"hermes {args.args}"
     cases = {
-        'hermes -z "hi"': hermes + ["-z", "hi"],
+        label: hermes + shlex.split(args.args),
         'python -c "import openai"': [sys.executable, "-c", "import openai"],
     }
     try:
@@ -80,9 +86,9 @@ def main() -> int:
     for name, (walls, rsss) in results.items():
         med[name] = (statistics.median(walls), statistics.median(rsss), max(rsss))
         print(f"{name:<28} {med[name][0] * 1000:>10.0f}ms {med[name][1]:>14.1f}MB {med[name][2]:>11.1f}MB")
-    (hw, hr, hmax), (bw, br, _) = med['hermes -z "hi"'], med['python -c "import openai"']
+    (hw, hr, hmax), (bw, br, _) = med[label], med['python -c "import openai"']
     print(f"ratio wall {hw / bw:.2f}x (target <= 2.00x)   hermes peak RSS {hmax:.1f} MB (target <= 80 MB)   "
-          f"RSS ratio {hr / br:.2f}x")
+          f"RSS ratio {hr / br:.2f}x   load {os.getloadavg()}")
     return 0
 
 

@@ -16,8 +16,8 @@ from typing import Any, Optional
 from hermes_core import auth_store
 
 
-def add_parser(sub: Any) -> None:
-    p = sub.add_parser("auth", help="list, add or remove API keys of the providers' key pools")
+def setup(p: argparse.ArgumentParser) -> None:
+    """The arguments of `hermes auth` (registered by hermes_cli.cli_plugin)."""
     ps = p.add_subparsers(dest="auth_action", metavar="ACTION")
     ls = ps.add_parser("list", help="every provider's keys (masked) and where each comes from")
     ls.add_argument("provider", nargs="?", metavar="PROVIDER")
@@ -28,7 +28,6 @@ def add_parser(sub: Any) -> None:
     r = ps.add_parser("remove", help="drop a stored key by its number or label")
     r.add_argument("provider", metavar="PROVIDER")
     r.add_argument("ref", metavar="N|LABEL")
-    p.set_defaults(func=run)
 
 
 def _provider(name: str) -> Any:

@@ -44,27 +44,31 @@ def _add_agent_flags(p: argparse.ArgumentParser, sub: bool) -> None:
 
 
 # `hermes COMMAND`: each module's add_parser binds its handlers with set_defaults(func=...); the
-# order is --help's
+# order is --help's. Commands plugins register (`profile`, `auth`, `model` among them:
+# hermes_cli.cli_plugin) follow, added by hermes_cli.plugin_commands.
 COMMAND_MODULES = ("sessions", "memory_cmd", "skills_cmd", "cron_cmd", "store_cmd",
                    "checkpoints_cmd", "config_cmd", "setup", "doctor", "mcp_cmd", "plugins_cmd",
-                   "dashboard_cmd", "acp_cmd", "gateway_cmd", "pairing_cmd", "profile_cmd",
-                   "auth_cmd", "model_cmd")
+                   "dashboard_cmd", "acp_cmd", "gateway_cmd", "pairing_cmd")
 NO_DOTENV = ("sessions", "memory", "skills", "setup")  # they never read HERMES_HOME/.env
 QUIET_CONFIG = ("doctor", "gateway", "pairing")  # name unknown keys themselves (or not at all)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of `hermes`: its own commands, then those plugins registered. (Plugins are
+    loaded by then anyway: --provider's help lists the providers they register.)"""
     import importlib
+
+    from hermes_cli import plugin_commands
 
     p = OneLineParser(
         prog="hermes", description="A self-hosted AI agent. With no command: an interactive chat.",
         epilog="`hermes COMMAND --help` describes each command.")
     _add_agent_flags(p, sub=False)
+    p.add_argument("-z", metavar="MSG", dest="oneshot_quiet",
+                   help="answer one message; print only the final answer")
     p.add_argument("--version", action=VersionAction)
     p.add_argument("-p", "--profile", metavar="NAME",
                    help="run in profile NAME (HERMES_HOME/profiles/NAME; also HERMES_PROFILE)")
-    p.add_argument("-z", metavar="MSG", dest="oneshot_quiet",
-                   help="answer one message; print only the final answer")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     pc = sub.add_parser("chat", help="interactive chat (the default), or -q MSG for one answer")
@@ -74,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     pc.set_defaults(func=run_chat)
     for name in COMMAND_MODULES:
         importlib.import_module(f"hermes_cli.{name}").add_parser(sub)
+    plugin_commands.add_registered(sub, list(sub.choices))
     return p
 
 

@@ -13,10 +13,9 @@ from typing import Any, Optional
 from hermes_core.config import ConfigError
 
 
-def add_parser(sub: Any) -> None:
-    p = sub.add_parser("model", help="list the endpoint's models; `hermes model NAME` saves one")
+def setup(p: argparse.ArgumentParser) -> None:
+    """The arguments of `hermes model` (registered by hermes_cli.cli_plugin)."""
     p.add_argument("name", nargs="?", metavar="NAME", help="the model to use from now on")
-    p.set_defaults(func=run)
 
 
 def _save(name: str, provider: Optional[str]) -> list[str]:
@@ -28,13 +27,34 @@ def _save(name: str, provider: Optional[str]) -> list[str]:
     return lines
 
 
+PICK_ATTEMPTS = 3  # answers that match nothing before `hermes model` gives up (nothing saved)
+
+
+def pick_answer(answer: str, ids: list[str]) -> Optional[str]:
+    """The model an answer names: a number of the list or one of its names; None: neither (a
+    typo must not become the saved model; `hermes model NAME` saves an unlisted one on purpose)."""
+    answer = answer.strip()
+    if answer.isdigit():
+        return ids[int(answer) - 1] if 1 <= int(answer) <= len(ids) else None
+    return answer if answer in ids else None
+
+
 def _pick(ids: list[str]) -> Optional[str]:
-    answer = input("Number or name (Enter keeps the current one): ").strip()
-    if not answer:
-        return None
-    if answer.isdigit() and 1 <= int(answer) <= len(ids):
-        return ids[int(answer) - 1]
-    return answer
+    """Ask until an answer names a listed model; Enter, end of input or too many misses: None."""
+    for _ in range(PICK_ATTEMPTS):
+        try:
+            answer = input("Number or name (Enter keeps the current one): ").strip()
+        except EOFError:
+            return None
+        if not answer:
+            return None
+        chosen = pick_answer(answer, ids)
+        if chosen is not None:
+            return chosen
+        sys.stdout.write(f"{answer!r} is not one of the list: give a number from 1 to "
+                         f"{len(ids)} or a listed name\n")
+    raise ValueError(f"no model picked after {PICK_ATTEMPTS} answers that match nothing in the "
+                     "list; nothing was saved (`hermes model NAME` saves any name)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,9 +16,8 @@ from typing import Any
 from hermes_core import profiles
 
 
-def add_parser(sub: Any) -> None:
-    p = sub.add_parser("profile", help="list, create, use, show or delete profiles (own config, "
-                                       "memory, skills, sessions)")
+def setup(p: argparse.ArgumentParser) -> None:
+    """The arguments of `hermes profile` (registered by hermes_cli.cli_plugin)."""
     ps = p.add_subparsers(dest="profile_action", metavar="ACTION")
     ls = ps.add_parser("list", help="every profile; * marks the one in use, (default) the "
                                     "sticky one")
@@ -34,7 +33,6 @@ def add_parser(sub: Any) -> None:
     d.add_argument("--yes", action="store_true", help="do not ask")
     s = ps.add_parser("show", help="where a profile lives and what it runs")
     s.add_argument("name", metavar="NAME", nargs="?")
-    p.set_defaults(func=run)
 
 
 def _active() -> str:

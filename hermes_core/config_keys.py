@@ -66,9 +66,9 @@ HERMES_KEYS: dict[str, tuple[str, ...]] = {
 AUX_TASK_KEYS = ("model", "base_url", "api_key", "provider", "timeout", "reasoning_effort",
                  "max_concurrency", "no_progress_timeout", "extra_body", "enabled",
                  "download_timeout", "model_upgrade_enabled", "language")
-AUX_TASKS = ("compression", "vision", "web_extract", "tts_audio_tags", "tts_rewrite",
-             "title_generation", "session_search", "background_review", "approval", "mcp",
-             "flush_memories", "curator", "skills_hub", "moa_reference")
+AUX_TASKS = ("summary", "review", "compression", "vision", "web_extract", "tts_audio_tags",
+             "tts_rewrite", "title_generation", "session_search", "background_review", "approval",
+             "mcp", "flush_memories", "curator", "skills_hub", "moa_reference")
 
 @dataclass(frozen=True)
 class UnknownKey:

@@ -111,6 +111,16 @@ def table(registry: Registry = REGISTRY) -> dict[str, ProviderInfo]:
     return built
 
 
+def plugin_client(settings: Any) -> Any:
+    """A new client of a plugin provider (``settings.api`` is not ``openai``): its registered
+    factory's, answering ``chat.completions.create`` with OpenAI shapes."""
+    info = table().get(settings.provider)
+    if info is None or info.factory is None:
+        raise RuntimeError(f"provider {settings.provider!r} is not registered by any plugin; "
+                           "`hermes plugins list` shows what loaded")
+    return info.factory(settings)
+
+
 class _Table(Mapping):
     """``PROVIDERS``: a read-only view of ``table()`` (the registrations decide what is in it)."""
 

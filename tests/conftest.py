@@ -174,6 +174,18 @@ def fake_provider():
 
 
 @pytest.fixture
+def aux_provider():
+    """A second loopback OpenAI-compatible server, for what must not reach the main one (an
+    auxiliary model, a fallback)."""
+    fp = FakeProvider()
+    fp.start()
+    try:
+        yield fp
+    finally:
+        fp.stop()
+
+
+@pytest.fixture
 def make_agent(fake_provider, tmp_path):
     """An ``AIAgent`` wired to the loopback provider; keyword arguments override the defaults."""
     from run_agent import AIAgent

@@ -340,6 +340,16 @@ def test_summary_is_never_merged_into_the_users_message():
     assert last_compaction_index(placed) == 1 and last_compaction_index([question]) == -1
 
 
+def test_last_compaction_index_finds_every_shape_of_summary():
+    parts = {"role": "user", "content": [{"type": "text", "text": BLOCK}]}
+    tool = {"role": "tool", "tool_call_id": "t", "content": BLOCK}  # a tool's words: not one
+    plain = [user("q " * 50), asst("a " * 50)] * 50
+    assert last_compaction_index(plain) == -1
+    assert last_compaction_index([*plain, parts, *plain]) == 100
+    assert last_compaction_index([user(BLOCK), *plain, tool, user("x")]) == 0
+    assert last_compaction_index([*place_summary(BLOCK, [asst("a")], [user("q")]), *plain]) == 1
+
+
 def test_merged_summary_splits_back():
     msg = place_summary(BLOCK, [user("u")], [asst("the answer")])[0]
     assert msg["role"] == "assistant" and is_summary_message(msg)

@@ -1,8 +1,9 @@
 """vision_analyze: ask a model that reads images about a local image or an image URL.
 
 The image is sent as an ``image_url`` part (a data: URL: the model's server need not reach our
-files or the URL) to ``auxiliary.vision`` (provider/model/base_url/api_key); unset, to the
-agent's own provider and model. URLs are fetched through web_extract's SSRF guard; local paths
+files or the URL) to ``auxiliary.vision`` (provider/model/base_url/api_key, any provider: a
+plugin's such as ``anthropic`` too; ``hermes_core.auxiliary``); unset, to the agent's own
+provider and model. URLs are fetched through web_extract's SSRF guard; local paths
 follow the file tools' rules (confined agents reach only their directory). A model that rejects
 images, and the embedded local model (text only), give an error that says what to configure.
 ``load_image`` is shared with the CLI's ``--image``/``/image`` attachments.
@@ -27,6 +28,7 @@ class VisionTarget:
     api_key: Optional[str]
     model: str
     timeout: float
+    settings: Any = None  # the ProviderSettings (a plugin provider's client is made from them)
 
 
 def _config(ctx: Optional[ToolContext]) -> Any:
@@ -39,18 +41,16 @@ def _config(ctx: Optional[ToolContext]) -> Any:
 
 
 def vision_target(ctx: Optional[ToolContext]) -> VisionTarget:
-    """Where vision questions go: auxiliary.vision, else the agent's own provider and model."""
+    """Where vision questions go: auxiliary.vision, else the agent's own provider and model
+    (without an agent: the configured main model)."""
+    from hermes_core.auxiliary import resolve_auxiliary
     from hermes_core.provider_settings import resolve_provider
 
     cfg = _config(ctx)
-    v = cfg.auxiliary.vision
-    agent = getattr(ctx, "agent", None)
-    if v.provider or v.base_url or agent is None:
-        s = resolve_provider(cfg, provider=v.provider, base_url=v.base_url, api_key=v.api_key,
-                             model=v.model)
-        return VisionTarget(s.provider, s.base_url, s.api_key, s.model, v.timeout)
-    return VisionTarget(str(agent.provider), agent.base_url, v.api_key or agent.api_key,
-                        v.model or str(agent.model), v.timeout)
+    main = getattr(getattr(ctx, "agent", None), "provider_settings", None)
+    s = resolve_auxiliary(cfg, "vision", main if main is not None else resolve_provider(cfg))
+    return VisionTarget(s.provider, s.base_url, s.api_key, s.model, cfg.auxiliary.vision.timeout,
+                        s)
 
 
 def load_image(source: str, ctx: Any, max_bytes: int) -> tuple[bytes, str]:
@@ -100,6 +100,8 @@ def ask(target: VisionTarget, parts: list[dict], tool: str) -> str:
 
     if target.provider == "local":
         raise ToolError(f"{tool}: the embedded local model reads text only; {SETUP_HINT}")
+    if target.settings is not None and target.settings.api != "openai":
+        return _ask_plugin(target, parts, tool)
     client = openai.OpenAI(base_url=target.base_url, api_key=target.api_key or "no-key",
                            timeout=target.timeout, max_retries=1)
     try:
@@ -117,8 +119,38 @@ def ask(target: VisionTarget, parts: list[dict], tool: str) -> str:
                         f"{exc}") from None
     finally:
         client.close()
-    choices = getattr(resp, "choices", None) or []
-    text = (choices[0].message.content or "").strip() if choices else ""
+    return _answer(resp, target, tool)
+
+
+def _ask_plugin(target: VisionTarget, parts: list[dict], tool: str) -> str:
+    """The same question through a plugin provider's client (it speaks OpenAI shapes)."""
+    from hermes_core.provider_table import plugin_client
+
+    client = plugin_client(target.settings)
+    try:
+        resp = client.chat.completions.create(
+            model=target.model, messages=[{"role": "user", "content": parts}],
+            timeout=target.timeout)
+    except Exception as exc:  # noqa: BLE001 - any SDK's failure becomes the tool's one line
+        detail = " ".join(str(exc).split())[:300]
+        if rejects_images(detail):
+            raise ToolError(f"{tool}: the model {target.model} does not accept images "
+                            f"({detail}); {SETUP_HINT}") from None
+        raise ToolError(f"{tool}: the vision model {target.model} at {target.base_url} "
+                        f"failed: {detail}") from None
+    finally:
+        getattr(client, "close", lambda: None)()
+    return _answer(resp, target, tool)
+
+
+def _get(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def _answer(resp: Any, target: VisionTarget, tool: str) -> str:
+    """The answer's text: the SDK's objects or a plugin client's ``chat.completion`` dict."""
+    choices = _get(resp, "choices") or []
+    text = str(_get(_get(choices[0], "message"), "content") or "").strip() if choices else ""
     if not text:
         raise ToolError(f"{tool}: the vision model {target.model} answered nothing")
     return text

@@ -1,7 +1,6 @@
 """AIAgent's provider room: its SDK client, one request, token usage and the learned window."""
 from __future__ import annotations
 
-import os
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -10,7 +9,7 @@ from agent.callbacks import StatusKind
 from agent.conversation_loop import Interrupted
 from agent.providers.client_pool import ClientPool
 from agent.providers.clients import make_client, pool_of
-from agent.providers.openai_compat import ModelReply, make_openai_client, request_chat
+from agent.providers.openai_compat import ModelReply, request_chat
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent.persistence import SessionRecorder
@@ -77,6 +76,12 @@ class ProviderMixin:
             self._raw_body = False
             return client
         return make_client(self._active_settings())
+
+    @property
+    def provider_settings(self) -> Any:
+        """The main model's ``ProviderSettings`` as they are now (the fallback's while on one):
+        what the auxiliary roles default to (``hermes_core.auxiliary``)."""
+        return self._active_settings()
 
     def _active_settings(self) -> Any:
         """The provider settings of the next request (model and key as they are now): the wire
@@ -173,22 +178,21 @@ class ProviderMixin:
     def _make_summarizer(self) -> Callable[..., str]:
         from agent.summarizer import make_summarizer
 
-        aux = self.config.auxiliary.compression
-        env_key = os.environ.get("HERMES_AUX_COMPRESSION_API_KEY")
-        if not aux.api_key and env_key:  # where `config set` puts it
-            aux.api_key = env_key
+        from hermes_core.auxiliary import resolve_auxiliary
+
+        main = self._provider_settings
+        aux = resolve_auxiliary(self.config, "summary", main)
         timeout = self.config.compression.summary_timeout
-        if not (aux.model or aux.base_url or aux.api_key):
+        if aux is main:  # the main model's own client: the fallback's while the turn is on one
             return make_summarizer(lambda: self.client, self.model, timeout=timeout)
         holder: dict[str, Any] = {}
 
         def aux_client() -> Any:
             if "c" not in holder:
-                holder["c"] = make_openai_client(self._openai(), aux.base_url or self.base_url,
-                                                 aux.api_key or self.api_key)
+                holder["c"] = make_client(aux)
             return holder["c"]
 
-        return make_summarizer(aux_client, aux.model or self.model, timeout=timeout)
+        return make_summarizer(aux_client, aux.model, timeout=timeout)
 
     def record_usage(self, state: TurnState, reply: ModelReply) -> None:
         if reply.prompt_tokens:

@@ -24,13 +24,9 @@ def make_client(settings: Any) -> Any:
         from agent.providers.openai_compat import make_openai_client
 
         return make_openai_client(_openai_cls(), settings.base_url, settings.api_key)
-    from hermes_core.provider_table import table
+    from hermes_core.provider_table import plugin_client
 
-    info = table().get(settings.provider)
-    if info is None or info.factory is None:
-        raise RuntimeError(f"provider {settings.provider!r} is not registered by any plugin; "
-                           "`hermes plugins list` shows what loaded")
-    return info.factory(settings)
+    return plugin_client(settings)
 
 
 def pool_of(settings: Any) -> ClientPool:

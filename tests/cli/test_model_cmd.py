@@ -68,3 +68,60 @@ def test_doctor_asks_anthropic_its_own_way(fake_anthropic, hermes_home):
     res = run_hermes("doctor", env=env)
     line = next(x for x in res.stdout.splitlines() if x[2:].startswith("provider:"))
     assert line.startswith("✓") and "1 model listed" in line, line
+
+
+def spawn_model(fake_provider):
+    import sys
+
+    import pexpect
+
+    fake_provider.models = ["small-model", "big-model", "huge-model"]
+    child = pexpect.spawn(sys.executable, ["-m", "hermes_cli.main", "model"],
+                          env=hermes_env(fake_provider), encoding="utf-8", timeout=60,
+                          dimensions=(40, 120))
+    child.expect("Number or name")
+    assert "1. small-model" in child.before and "3. huge-model" in child.before
+    return child
+
+
+def saved_model(hermes_home):
+    path = hermes_home / "config.yaml"
+    return load_config(path).model.default if path.exists() else None
+
+
+def test_interactive_pick_in_a_terminal_reasks_on_bad_input(fake_provider, hermes_home):
+    import pexpect
+
+    child = spawn_model(fake_provider)
+    for bad in ("9", "bigg-model"):  # out of range, then a name the list does not hold
+        child.sendline(bad)
+        child.expect("is not one of the list: give a number from 1 to 3")
+        child.expect("Number or name")
+        assert saved_model(hermes_home) is None
+    child.sendline("2")
+    child.expect("model.default = 'big-model'")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert saved_model(hermes_home) == "big-model"
+
+
+def test_interactive_pick_gives_up_without_saving(fake_provider, hermes_home):
+    import pexpect
+
+    child = spawn_model(fake_provider)
+    for bad in ("0", "abc", "4"):
+        child.sendline(bad)
+    child.expect("hermes: error: no model picked after 3 answers")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
+    assert saved_model(hermes_home) is None
+
+
+def test_pick_answer_is_a_listed_number_or_name():
+    from hermes_cli.model_cmd import pick_answer
+
+    ids = ["a-1", "b-2"]
+    assert [pick_answer(x, ids) for x in ("1", " 2 ", "b-2", "0", "3", "-1", "zz", "2.0")] == [
+        "a-1", "b-2", "b-2", None, None, None, None, None]
