@@ -207,9 +207,11 @@ class AIAgent(ProviderMixin, ToolsMixin, PromptMixin, SessionMixin, StatusMixin)
         """The registry's tools in this agent's toolsets; MCP tools join as their servers
         connect."""
         self._tools_generation = tools_generation()
+        checked: dict = {}  # each availability check runs once for both lists
         self._all_tools: list[dict] = get_tool_definitions(
-            enabled_toolsets=self.enabled_toolsets, disabled_toolsets=self.disabled_toolsets) or []
-        self.unavailable_toolsets: dict[str, str] = check_toolset_requirements() or {}
+            enabled_toolsets=self.enabled_toolsets, disabled_toolsets=self.disabled_toolsets,
+            checked=checked) or []
+        self.unavailable_toolsets: dict[str, str] = check_toolset_requirements(checked) or {}
         self._offer_tools(self._all_tools)  # fitted to the window when the system prompt is built
         self._tools_frozen = False
 
