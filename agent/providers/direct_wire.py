@@ -24,6 +24,7 @@ from typing import Any, Iterator, Optional
 from urllib.parse import urlsplit
 
 from agent.providers.sse_stream import sse_records, stream_error
+from hermes_core import wire_json
 
 WIRE_ATTR = "_hermes_wire"
 PROXY_VARS = ("https_proxy", "http_proxy", "all_proxy")
@@ -179,7 +180,7 @@ def request_json(client: Any, wire: DirectWire, body: dict[str, Any], stream: bo
                "User-Agent": _user_agent()}
     seconds = _seconds(timeout if timeout is not None else client.timeout)
     try:
-        resp = wire.post(url, json.dumps(body).encode(), headers, seconds)
+        resp = wire.post(url, wire_json.dumps(body), headers, seconds)
         if resp.status >= 300 or resp.status < 200:
             raw = resp.read()
             raise _status_error(resp.status, resp.headers, raw, url)
