@@ -113,3 +113,15 @@ def test_a_refused_connection_is_the_sdks_connection_error():
     client = make_openai_client(run_agent.OpenAI, f"http://127.0.0.1:{port}/v1", "k")
     with pytest.raises(openai.APIConnectionError):
         request_chat(client, model="m", messages=MSG, tools=None)
+
+
+def test_the_organization_and_project_the_sdk_read_from_the_environment_are_sent(fake_provider,
+                                                                                 monkeypatch):
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-123")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-456")
+    client = make_openai_client(openai.OpenAI, fake_provider.base_url, "k")
+    assert wire_of(client) is not None
+    assert request_chat(client, model="m", messages=MSG, tools=None).content == "ok"
+    sent = fake_provider.request_headers[-1]
+    assert sent["openai-organization"] == "org-123" and sent["openai-project"] == "proj-456"
+    close_client(client)

@@ -178,6 +178,10 @@ def request_json(client: Any, wire: DirectWire, body: dict[str, Any], stream: bo
     headers = {"Authorization": f"Bearer {client.api_key}", "Content-Type": "application/json",
                "Accept": "text/event-stream" if stream else "application/json",
                "User-Agent": _user_agent()}
+    for name, attr in (("OpenAI-Organization", "organization"), ("OpenAI-Project", "project")):
+        value = getattr(client, attr, None)  # OPENAI_ORG_ID / OPENAI_PROJECT_ID, as the SDK sends
+        if isinstance(value, str) and value:
+            headers[name] = value
     seconds = _seconds(timeout if timeout is not None else client.timeout)
     try:
         resp = wire.post(url, wire_json.dumps(body), headers, seconds)
