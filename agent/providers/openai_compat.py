@@ -258,7 +258,8 @@ def _direct(client: Any, wire: Any, body: dict[str, Any],
 
 
 def abort_connections(client: Any) -> bool:
-    """Shut the sockets of an SDK client's connection pool so a blocked request returns at once.
+    """Shut the sockets of an SDK client's direct wire and connection pool so a blocked request
+    returns at once.
 
     Used by ``AIAgent.interrupt()`` from another thread. It reaches into the HTTP pool's internals,
     defensively: when they are not there (another client type), it does nothing and the interrupt
