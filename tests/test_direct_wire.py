@@ -125,3 +125,20 @@ def test_the_organization_and_project_the_sdk_read_from_the_environment_are_sent
     sent = fake_provider.request_headers[-1]
     assert sent["openai-organization"] == "org-123" and sent["openai-project"] == "proj-456"
     close_client(client)
+
+
+def test_an_interrupt_before_the_request_went_out_sends_nothing(fake_provider):
+    from agent.providers.direct_wire import request_json
+
+    client = make_openai_client(openai.OpenAI, fake_provider.base_url, "k")
+    wire = wire_of(client)
+    assert wire.acquire()
+    try:
+        assert wire.abort() is False  # no socket yet: only the flag says it
+        with pytest.raises(openai.APIConnectionError):
+            request_json(client, wire, {"model": "m", "messages": MSG}, False)
+    finally:
+        wire.release()
+    assert fake_provider.requests == []
+    assert request_chat(client, model="m", messages=MSG, tools=None).content == "ok"  # next one
+    close_client(client)

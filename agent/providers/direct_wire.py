@@ -84,6 +84,8 @@ class DirectWire:
         port = parts.port or (443 if scheme == "https" else 80)
         path = parts.path + (f"?{parts.query}" if parts.query else "")
         for attempt in (0, 1):
+            if self._aborted:  # interrupted before anything went out: nothing is sent
+                raise ConnectionAbortedError("the request was interrupted")
             conn = self._connection(scheme, host, port, timeout)
             reused = conn.sock is not None
             try:
