@@ -33,6 +33,7 @@ from agent.persistence import HistoryLoadError, SessionRecorder
 from agent.providers.models import settle as settle_model
 from agent.providers.windows import family_window, window_for
 from agent.providers.openai_compat import abort_connections
+from agent.providers.client_pool import close_client
 from agent.turn_context import TurnState, build_turn, preflight_compress
 from hermes_core.auxiliary import check_auxiliary
 from hermes_core.config import HermesConfig, load_config, load_env_file, load_plugins
@@ -208,9 +209,11 @@ class AIAgent(ProviderMixin, ToolsMixin, PromptMixin, SessionMixin, StatusMixin)
         """The registry's tools in this agent's toolsets; MCP tools join as their servers
         connect."""
         self._tools_generation = tools_generation()
+        checked: dict = {}  # each availability check runs once for both lists
         self._all_tools: list[dict] = get_tool_definitions(
-            enabled_toolsets=self.enabled_toolsets, disabled_toolsets=self.disabled_toolsets) or []
-        self.unavailable_toolsets: dict[str, str] = check_toolset_requirements() or {}
+            enabled_toolsets=self.enabled_toolsets, disabled_toolsets=self.disabled_toolsets,
+            checked=checked) or []
+        self.unavailable_toolsets: dict[str, str] = check_toolset_requirements(checked) or {}
         self._offer_tools(self._all_tools)  # fitted to the window when the system prompt is built
         self._tools_frozen = False
 
@@ -275,12 +278,8 @@ class AIAgent(ProviderMixin, ToolsMixin, PromptMixin, SessionMixin, StatusMixin)
         agents all the time; their sockets must not pile up). The agent may be used again
         after."""
         client, self._client = (self._client, None) if self._owns_client else (None, self._client)
-        close = getattr(client, "close", None)
-        if callable(close) and self.provider != "local":
-            try:
-                close()
-            except Exception as exc:
-                log.debug("closing the provider client: %s", exc)
+        if client is not None and self.provider != "local":
+            close_client(client)
 
     def _compress_context(self, messages: list, system_message: str,
                           **kwargs: Any) -> tuple[list, str]:

@@ -1,7 +1,8 @@
 """Gateway load benchmark (not a test): 100 concurrent sessions through the API server.
 
     .venv/bin/python bench/gateway_load.py [--sessions 100] [--rounds 10] [--delay 1.0] [--streamed | --cold]
-    .venv/bin/python bench/gateway_load.py --sessions 1000 --delay 5 --rounds 3   # the 1,000-session case
+    .venv/bin/python bench/gateway_load.py --sessions 1000 --delay 5 --rounds 3 --pattern staggered --pin
+                                                                  # the 1,000-session case
     .venv/bin/python bench/gateway_load.py --workers 2 [--store postgresql://…]  # SQLite/1 vs Postgres/2
 
 ``--workers N`` runs the same load twice, SQLite with one process then ``gateway run --workers N`` on
@@ -112,6 +113,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--delay", type=float, default=1.0)
     ap.add_argument("--idle-sessions", type=int, default=200, help="second wave used for the memory figure")
+    ap.add_argument("--pattern", choices=("both", "lockstep", "staggered"), default="both",
+                    help="the arrival patterns measured (staggered: session starts spread over one delay)")
+    ap.add_argument("--pin", action="store_true",
+                    help="the gateway on CPU 0, this load driver and the provider on CPU 1 (taskset), "
+                         "so the figures are the gateway's and not the driver's")
     ap.add_argument("--streamed", action="store_true",
                     help="one tool per turn, plain vs streamed (SSE with hermes.tool.progress events)")
     ap.add_argument("--cold", action="store_true", help="the burst right after the gateway starts")
@@ -121,6 +127,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                                     "cluster of its own (initdb + pg_ctl, as tests/postgres.py makes)")
     args = ap.parse_args(argv)
     print(f"load average before: {load_average()} ({os.cpu_count()} cores; other work on this host counts)")
+    if args.pin:
+        pin(args)
     if args.streamed:
         return run_streamed(args)
     if args.cold:
@@ -151,10 +159,43 @@ def main(argv: Optional[list[str]] = None) -> int:
     return 0 if not (base["errors"] or multi["errors"]) else 1
 
 
+GATEWAY_CPU, DRIVER_CPU = "0", "1"
+PIN_PREFIX: list[str] = []  # what the gateway's command line starts with (``--pin``: taskset)
+
+
+def pin(args: argparse.Namespace) -> None:
+    """``--pin``: this process (the load driver) and the provider it starts on one CPU, the gateway
+    on the other."""
+    if (os.cpu_count() or 1) < 2 or not shutil_which("taskset"):
+        print("--pin needs 2 CPUs and taskset (util-linux); running unpinned", file=sys.stderr)
+        return
+    os.sched_setaffinity(0, {int(DRIVER_CPU)})  # the provider subprocess inherits it
+    PIN_PREFIX[:] = ["taskset", "-c", GATEWAY_CPU]
+    print(f"pinned: gateway on CPU {GATEWAY_CPU}; load driver and provider on CPU {DRIVER_CPU}")
+
+
+def shutil_which(name: str) -> Optional[str]:
+    import shutil
+
+    return shutil.which(name)
+
+
+def waves(args: argparse.Namespace) -> list[tuple[str, float]]:
+    """The arrival patterns ``--pattern`` asks for, as (label, spread in seconds)."""
+    out = []
+    if args.pattern in ("both", "lockstep"):
+        out.append(("lockstep: all sessions send at the same instant", 0.0))
+    if args.pattern in ("both", "staggered"):
+        out.append(("staggered: session starts spread over one provider delay", args.delay))
+    return out
+
+
 def compare(a: dict, b: dict, label_a: str, label_b: str) -> None:
     """The two runs' headline figures side by side."""
     print(f"\n{'':36}{label_a:>22}{label_b:>26}")
     for wave in ("lockstep", "staggered"):
+        if wave not in a or wave not in b:
+            continue
         ra, rb = a[wave], b[wave]
         print(f"{wave + ' throughput vs ideal':36}{ra['rate']:>13.1f}/s {ra['share']:>5.0%}"
               f"{rb['rate']:>17.1f}/s {rb['share']:>5.0%}")
@@ -192,8 +233,8 @@ def run_config(args: argparse.Namespace, store: Optional[str], workers: int) -> 
         gw_env = dict(env, OPENAI_BASE_URL=provider, OPENAI_API_KEY="bench", HERMES_MODEL="fake-model",
                       API_SERVER_KEY=BENCH_KEY, **({"HERMES_DATABASE_URL": store} if store else {}))
         flags = ["--workers", str(workers)] if workers > 1 else []
-        gw, ready = _spawn([sys.executable, "-m", "hermes_cli.main", "gateway", "run", "--api-server", "--port", "0", *flags],
-                           gw_env, "READY gateway")
+        gw, ready = _spawn([*PIN_PREFIX, sys.executable, "-m", "hermes_cli.main", "gateway", "run", "--api-server",
+                            "--port", "0", *flags], gw_env, "READY gateway")
         procs.append(gw)
         pids = worker_pids(home, gw.pid)
         url = ready.split("api=")[1] + "/v1/chat/completions"
@@ -208,11 +249,10 @@ def run_config(args: argparse.Namespace, store: Optional[str], workers: int) -> 
         print(f"sessions={args.sessions} rounds={args.rounds} provider_delay={args.delay:.1f}s "
               f"store={'postgresql' if store else 'sqlite'} workers={workers} "
               f"(gateway and provider on this host, {os.cpu_count()} cores)")
-        for label, spread in (("lockstep: all sessions send at the same instant", 0.0),
-                              ("staggered: session starts spread over one provider delay", args.delay)):
+        for n, (label, spread) in enumerate(waves(args)):
             lat: list[float] = []
             first: list[float] = []
-            sampler = PeakSampler(url.rsplit("/v1/", 1)[0], gw.pid) if spread == 0.0 and workers == 1 else None
+            sampler = PeakSampler(url.rsplit("/v1/", 1)[0], gw.pid) if n == 0 and workers == 1 else None
             cpu0, t0 = sum(cpu_seconds(p) for p in pids), time.perf_counter()
             asyncio.run(_drive(url, [f"{spread}-{i}" for i in range(args.sessions)], args.rounds, lat, errors,
                                headers=AUTH, spread=spread, first=first))

@@ -1,6 +1,6 @@
 """Where the gateway's CPU goes in a turn (not a test): cProfile over every thread of the gateway.
 
-    .venv/bin/python bench/gateway_profile.py [--turns 60] [--top 10] [--streamed | --plain]
+    .venv/bin/python bench/gateway_profile.py [--turns 60] [--top 10] [--streamed | --plain] [--no-tool]
 
 Starts the tool-calling fake provider of ``bench/gateway_load.py`` (each turn: a tool call, then
 the answer) and ``hermes gateway run --api-server`` under a profiler on every thread (the event loop
@@ -70,7 +70,9 @@ def profile_run(args: argparse.Namespace, stream: bool) -> None:
     env = dict(os.environ, HERMES_HOME=home, PYTHONPATH=str(REPO))
     procs = []
     try:
-        fp, ready = _spawn([sys.executable, "-c", TOOL_PROVIDER, "0"], env, "READY")
+        provider = ([sys.executable, "-m", "tests.fake_provider", "--port", "0"] if args.no_tool
+                    else [sys.executable, "-c", TOOL_PROVIDER, "0"])
+        fp, ready = _spawn(provider, env, "READY")
         procs.append(fp)
         gw_env = dict(env, OPENAI_BASE_URL=ready.split()[1], OPENAI_API_KEY="bench",
                       HERMES_MODEL="fake-model", API_SERVER_KEY=BENCH_KEY)
@@ -81,6 +83,8 @@ def profile_run(args: argparse.Namespace, stream: bool) -> None:
         errors: list[str] = []
         names = [f"s{i}" for i in range(4)]
         asyncio.run(_drive(url, names, 3, [], errors, headers=AUTH, stream=stream))  # warm
+        if args.new_sessions:  # every measured turn is a new session's first
+            names = [f"new{i}" for i in range(args.turns)]
         gw.send_signal(signal.SIGUSR2)
         time.sleep(0.5)
         cpu0 = cpu_seconds(gw.pid)
@@ -111,6 +115,10 @@ def main() -> int:
     ap.add_argument("--top", type=int, default=10)
     ap.add_argument("--cumulative", metavar="REGEX",
                     help="also the top functions by cumulative time whose path matches REGEX")
+    ap.add_argument("--no-tool", action="store_true",
+                    help="turns without a tool call (one provider call each, as gateway_load.py)")
+    ap.add_argument("--new-sessions", action="store_true",
+                    help="each turn a new session's first (creates the session and its agent)")
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--streamed", action="store_true", help="only the streamed turns")
     mode.add_argument("--plain", action="store_true", help="only the plain turns")

@@ -20,6 +20,14 @@ def close_agent(agent: Any) -> None:
             log.debug("closing an agent: %s", exc)
 
 
+def interrupt_agent(agent: Any, message: Optional[str]) -> None:
+    """Stop an agent's turn; a failing interrupt is logged, never raised into the caller."""
+    try:
+        agent.interrupt(message)
+    except Exception as exc:
+        log.warning("interrupt failed: %s", exc)
+
+
 def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFactory:
     """Agents for real: provider settings resolved once from config/env, one shared SessionDB (a
     throwaway turn passes its own ``store``).

@@ -35,7 +35,7 @@ from typing import Any, Awaitable, Callable, Optional
 from gateway import delivery, skills
 from gateway.access import AccessControl
 from gateway.agent_factory import (AgentFactory, close_agent,  # noqa: F401 - re-exported
-                                   default_agent_factory)
+                                   default_agent_factory, interrupt_agent)
 from gateway.capacity import MAX_LIMIT, TurnGauge
 from gateway.chat_events import ChatEvents
 from gateway.commands import HELP_TEXT, command, format_usage  # noqa: F401 - re-exported
@@ -119,7 +119,7 @@ class GatewayRunner(ChatEvents, SessionHolding):
                 req.abandoned = True
             for st in self._states.values():
                 if st.running is not None and st.agent is not None:
-                    self._interrupt(st.agent, "gateway shutting down")
+                    interrupt_agent(st.agent, "gateway shutting down")
             _, pending = await asyncio.wait(pending, timeout=grace)
             # turns stuck in a provider call: keep the user's words
             for st in list(self._states.values()):
@@ -203,7 +203,7 @@ class GatewayRunner(ChatEvents, SessionHolding):
         while not req.done:
             st = req.state
             if st is not None and st.agent is not None:
-                self._interrupt(st.agent, req.stop_message)
+                interrupt_agent(st.agent, req.stop_message)
             await asyncio.sleep(REARM_SECONDS)
 
     def is_busy(self, session_id: str) -> bool:
@@ -251,12 +251,18 @@ class GatewayRunner(ChatEvents, SessionHolding):
 
     async def agent_for(self, st: SessionState, key: Optional[str]) -> Any:
         if st.agent is None:
+            await asyncio.get_running_loop().run_in_executor(
+                self.pool, lambda: self._agent_here(st, key))
+        return st.agent
+
+    def _agent_here(self, st: SessionState, key: Optional[str]) -> Any:
+        """The session's cached agent, made on this (turn) thread when there is none."""
+        if st.agent is None:
             platform = platform_of(key) if key else st.platform
             model = self.models.get(key) if key else None
             extra = {"store": st.store} if st.store is not None else {}
-            st.agent = await asyncio.get_running_loop().run_in_executor(
-                self.pool, lambda: self.agent_factory(session_id=st.sid, platform=platform,
-                                                      model=model, **extra))
+            st.agent = self.agent_factory(session_id=st.sid, platform=platform, model=model,
+                                          **extra)
         return st.agent
 
     # -- turns (shared by chats and the API server) ------------------------------------------------
@@ -320,10 +326,6 @@ class GatewayRunner(ChatEvents, SessionHolding):
         who = req.key or st.sid
         result: dict[str, Any]
         try:
-            if not stateless:
-                req.mark = await asyncio.to_thread(self.sessions.mark, st.sid)
-            agent = await self.agent_for(st, req.key)
-
             def on_status(kind: str, message: str) -> None:
                 """Warnings (a failed summary, a cooldown) reach the chat; the rest only the log."""
                 log.info("%s: %s: %s", who, kind, message)
@@ -331,10 +333,13 @@ class GatewayRunner(ChatEvents, SessionHolding):
                     asyncio.run_coroutine_threadsafe(req.notify(f"⚠ {message}"), loop)
 
             def call() -> Any:
+                """One thread hop: the store's mark, the agent (made if none), the turn."""
                 since = self.capacity.started()
                 try:
                     from agent.callbacks import AgentHooks
-
+                    if not stateless:  # before the turn writes: what a stop looks after
+                        req.mark = self.sessions.mark(st.sid)
+                    agent = self._agent_here(st, req.key)
                     agent.hooks = AgentHooks(status=on_status, tool_progress=req.tool_callback,
                                              approval=req.approval_callback)  # None: denied
                     # a cronjob created in this turn is delivered back here
@@ -389,10 +394,3 @@ class GatewayRunner(ChatEvents, SessionHolding):
             self.drop_agent(st)
             self._states.pop(st.sid, None)
         self._key_sid = {k: sid for k, sid in self._key_sid.items() if sid in self._states}
-
-    @staticmethod
-    def _interrupt(agent: Any, message: Optional[str]) -> None:
-        try:
-            agent.interrupt(message)
-        except Exception as exc:
-            log.warning("interrupt failed: %s", exc)

@@ -185,13 +185,21 @@ def _spec_from_plugin(name: str, v: dict) -> ToolSpec:
                     check=check if (check_fn or needs) else None)
 
 
-def _unavailable_reason(spec: ToolSpec) -> str | None:
+def _unavailable_reason(spec: ToolSpec, seen: dict[Any, str | None] | None = None) -> str | None:
+    """Why ``spec`` cannot run (None: it can). ``seen`` holds the answers of one pass over the
+    registry by check function: the tools of one toolset mostly share one check (ten browser
+    tools, each reading config.yaml), and a new agent made the whole pass twice."""
     if spec.check is None:
         return None
+    if seen is not None and spec.check in seen:
+        return seen[spec.check]
     try:
-        return spec.check()
+        reason = spec.check()
     except Exception as exc:  # a crashing check means "not usable", not a crash of the agent
-        return f"availability check failed: {exc}"
+        reason = f"availability check failed: {exc}"
+    if seen is not None:
+        seen[spec.check] = reason
+    return reason
 
 
 def register_toolset(name: str, description: str = "") -> None:
@@ -256,12 +264,14 @@ def _selected(toolset: str, enabled: set[str] | None, disabled: set[str]) -> boo
 
 
 def get_tool_definitions(
-    enabled_toolsets: list[str] | None = None, disabled_toolsets: list[str] | None = None
+    enabled_toolsets: list[str] | None = None, disabled_toolsets: list[str] | None = None,
+    checked: dict[Any, str | None] | None = None,
 ) -> list[dict]:
     """OpenAI-format definitions of the available tools in the selected toolsets.
 
     An unknown toolset name raises UnknownToolsetError (a typo must not silently drop or keep
     tools). The definition dicts are built once at registration and shared: treat them as read-only.
+    ``checked``: availability answers to share with ``check_toolset_requirements`` in one pass.
     """
     _ensure_builtins()
     check_toolset_names(enabled_toolsets)
@@ -272,10 +282,11 @@ def get_tool_definitions(
         specs = list(_registry.values())
     # default toolsets first, in their order, whichever tool module happened to be imported first
     specs.sort(key=lambda s: _RANK.get(s.toolset, len(_RANK)))
+    seen = checked if checked is not None else {}
     return [
         _definitions[s.name]
         for s in specs
-        if _selected(s.toolset, enabled, disabled) and _unavailable_reason(s) is None
+        if _selected(s.toolset, enabled, disabled) and _unavailable_reason(s, seen) is None
     ]
 
 
@@ -303,15 +314,17 @@ def get_toolset(name: str) -> str | None:
     return spec.toolset if spec else None
 
 
-def check_toolset_requirements() -> dict[str, str]:
-    """toolset -> why it is unavailable; a toolset is listed only when none of its tools work."""
+def check_toolset_requirements(checked: dict[Any, str | None] | None = None) -> dict[str, str]:
+    """toolset -> why it is unavailable; a toolset is listed only when none of its tools work.
+    ``checked``: see ``get_tool_definitions``."""
     _ensure_builtins()
     with _lock:
         specs = list(_registry.values())
     reasons: dict[str, list[str]] = {}
     ok: set[str] = set()
+    seen = checked if checked is not None else {}
     for spec in specs:
-        reason = _unavailable_reason(spec)
+        reason = _unavailable_reason(spec, seen)
         if reason is None:
             ok.add(spec.toolset)
         else:

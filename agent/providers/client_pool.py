@@ -23,6 +23,12 @@ IDLE_SECONDS = 60.0
 
 
 def close_client(client: Any) -> None:
+    """Close a provider client and the direct wire beside it (``direct_wire``)."""
+    from agent.providers.direct_wire import wire_of
+
+    wire = wire_of(client)
+    if wire is not None:
+        wire.close()
     close = getattr(client, "close", None)
     if callable(close):
         try:

@@ -231,3 +231,22 @@ def test_definitions_come_in_default_toolset_order_whatever_registered_first():
         assert order.index("memory") < order.index("delegate_task")
     finally:
         unregister("t_late_terminal")
+
+
+def test_a_check_shared_by_several_tools_runs_once_for_both_lists_of_a_new_agent(make_agent):
+    calls = []
+
+    def shared() -> None:
+        calls.append(1)  # e.g. the browser tools: ten tools, one check reading config.yaml
+
+    for n in ("t_one", "t_two", "t_three"):
+        register(ToolSpec(n, "x", {"type": "object", "properties": {}}, lambda a, c: "", "shared",
+                          check=shared))
+    try:
+        agent = make_agent(enabled_toolsets=["shared"])
+        assert {"t_one", "t_two", "t_three"} <= {t["function"]["name"] for t in agent.tools}
+        assert len(calls) == 1  # was 6: three tools, checked for the definitions and the reasons
+        assert "t_one" in names(get_tool_definitions()) and len(calls) == 2  # a pass checks again
+    finally:
+        for n in ("t_one", "t_two", "t_three"):
+            unregister(n)

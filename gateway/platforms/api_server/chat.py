@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 from aiohttp import web
 
 from gateway.platforms.api_server import session_headers
+from hermes_core import wire_json
 from hermes_core.images import chat_parts
 from gateway.platforms.api_server.outcomes import (ending, error_code, failure_message,
                                                    message_text, raise_for, tool_progress)
@@ -68,7 +69,8 @@ def register(server: Any) -> None:
         if hermes is not None:
             reply["hermes"] = hermes
         return web.json_response(
-            reply, headers=session_headers.response_headers(outcome.session_id, key))
+            reply, headers=session_headers.response_headers(outcome.session_id, key),
+            dumps=wire_json.dumps_text)
 
     server.add_endpoint("chat_completions", "POST", "/v1/chat/completions", chat)
     server.features.update(chat_completions=True, chat_completions_streaming=True,
