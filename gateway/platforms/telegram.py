@@ -249,5 +249,11 @@ async def _bot_send(token: str, base: Optional[str], chat_id: str, thread_id: Op
 
 def register(ctx: Any) -> None:
     """The plugin entry point (pyproject.toml, group hermes_agent.plugins)."""
+    from gateway.platforms.direct import Question
+
+    questions = (Question("TELEGRAM_BOT_TOKEN", "Bot token (from @BotFather)", secret=True),
+                 Question("TELEGRAM_ALLOWED_USERS", "Allowed user ids, comma-separated "
+                          "(empty: pairing only)", required=False))
     ctx.register_platform("telegram", from_settings, send=send_direct,
-                          env=("TELEGRAM_BOT_TOKEN",))
+                          env=("TELEGRAM_BOT_TOKEN",), setup=questions,
+                          secrets=("TELEGRAM_BOT_TOKEN",))
