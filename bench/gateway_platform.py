@@ -147,7 +147,9 @@ def report(r: dict[str, Any], rooms: int, rounds: int, delay: float) -> None:
     print(f"  added latency (sent -> answer seen, minus the {delay:g}s provider delay): "
           f"p50 {pct(added, 50):.0f} ms, p99 {pct(added, 99):.0f} ms, max {max(added):.0f} ms")
     print(f"  CPU per turn: gateway {1000 * r['gw_cpu'] / max(turns, 1):.1f} ms, "
-          f"Synapse {1000 * r['synapse_cpu'] / max(turns, 1):.1f} ms")
+          f"Synapse {1000 * r['synapse_cpu'] / max(turns, 1):.1f} ms; busy: gateway "
+          f"{100 * r['gw_cpu'] / r['wall']:.0f}% of a core, Synapse "
+          f"{100 * r['synapse_cpu'] / r['wall']:.0f}% (one process each)")
     if r["errors"]:
         print(f"  errors ({len(r['errors'])}): {sorted(set(r['errors']))[:5]}")
 
