@@ -14,6 +14,10 @@ the message to seeing the answer, minus the provider's fixed delay; p50, p99, ma
 gateway's CPU per turn (user + system seconds of its process over the turns) and Synapse's;
 the load average next to every figure. Synapse runs on the same cores: its work is part of
 every figure, as it would be for a homeserver on the same host.
+
+Seen on the 2-core build host (load average ~1): Synapse spends ~80-90 ms of CPU per turn in
+one process and saturates (~89% of a core) near 11 turns/s, whatever the number of rooms; the
+gateway spends ~8 ms per turn (~9% of a core). 5 rooms (below that ceiling): added p50 ~180 ms.
 """
 from __future__ import annotations
 
