@@ -41,6 +41,54 @@ def gateway_toolsets(gw: GatewayConfig) -> tuple[list[str], list[str]]:
     return list(names), []
 
 
+def read_platform_toolsets(raw: Any, valid: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """config ``platform_toolsets:`` (platform -> toolset names) read entry by entry (pure):
+    (the lists to apply, one warning line per problem). An unknown name is dropped, so a typo
+    narrows that platform's tools rather than widening them or stopping the gateway; Hermes
+    Agent's preset names (``hermes-telegram``, ``hermes-cli``...) mean the platform's defaults,
+    so they leave no entry. ``mcp-*`` names exist once their servers start and are kept."""
+    where = "config.yaml `platform_toolsets`"
+    if raw in (None, {}):
+        return {}, []
+    if not isinstance(raw, dict):
+        return {}, [f"{where} must map platform names to toolset lists "
+                    "(e.g. telegram: [web, file]); it is ignored"]
+    out: dict[str, list[str]] = {}
+    problems: list[str] = []
+    for platform, names in raw.items():
+        if isinstance(names, str):
+            names = names.split(",")
+        if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+            problems.append(f"{where}.{platform} must be a list of toolset names; the gateway's "
+                            f"default toolsets serve {platform}")
+            continue
+        names = [n.strip() for n in names if n.strip()]
+        if names and all(n.startswith("hermes-") for n in names):
+            continue
+        bad = [n for n in names if n not in valid and not n.startswith(("mcp-", "hermes-"))]
+        if bad:
+            problems.append(f"{where}.{platform}: unknown toolset {', '.join(map(repr, bad))} "
+                            f"left out; valid toolsets: {', '.join(valid)}")
+        out[str(platform)] = [n for n in names if n not in bad and not n.startswith("hermes-")]
+    return out, problems
+
+
+def platform_toolsets(cfg: Any) -> tuple[dict[str, list[str]], list[str]]:
+    """``read_platform_toolsets`` against the toolsets registered now."""
+    from tools.registry import toolset_names
+
+    return read_platform_toolsets(getattr(cfg, "platform_toolsets", None), toolset_names())
+
+
+def toolsets_for(cfg: Any, platform: str) -> tuple[list[str], list[str]]:
+    """(enabled, disabled) for a gateway agent on ``platform``: its ``platform_toolsets`` entry,
+    else ``gateway.toolsets`` / the gateway's defaults (``gateway_toolsets``)."""
+    lists, _ = platform_toolsets(cfg)
+    if platform in lists:
+        return list(lists[platform]), []
+    return gateway_toolsets(cfg.gateway)
+
+
 def gateway_working_dir(gw: GatewayConfig, env: Optional[Mapping[str, str]] = None) -> Path:
     """The gateway agents' working directory (created if missing); env beats config.yaml."""
     env = os.environ if env is None else env

@@ -4,6 +4,7 @@
     .venv/bin/python bench/gateway_load.py --sessions 1000 --delay 5 --rounds 3 --pattern staggered --pin
                                                                   # the 1,000-session case
     .venv/bin/python bench/gateway_load.py --workers 2 [--store postgresql://…]  # SQLite/1 vs Postgres/2
+    .venv/bin/python bench/gateway_load.py --platform matrix   # 100 Matrix rooms on a real Synapse
 
 ``--workers N`` runs the same load twice, SQLite with one process then ``gateway run --workers N`` on
 PostgreSQL (``--store URL``, or a throwaway cluster of its own), and prints the two side by side; the
@@ -121,12 +122,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--streamed", action="store_true",
                     help="one tool per turn, plain vs streamed (SSE with hermes.tool.progress events)")
     ap.add_argument("--cold", action="store_true", help="the burst right after the gateway starts")
+    ap.add_argument("--platform", choices=("matrix",),
+                    help="rooms on a real chat server instead of API sessions (bench/gateway_platform.py)")
     ap.add_argument("--workers", type=int, default=1,
                     help="also measure `gateway run --workers N` on PostgreSQL, next to SQLite/1 worker")
     ap.add_argument("--store", help="postgresql://… for the --workers run, or 'throwaway' (default): a "
                                     "cluster of its own (initdb + pg_ctl, as tests/postgres.py makes)")
     args = ap.parse_args(argv)
     print(f"load average before: {load_average()} ({os.cpu_count()} cores; other work on this host counts)")
+    if args.platform:
+        from gateway_platform import run_matrix
+
+        return run_matrix(args)
     if args.pin:
         pin(args)
     if args.streamed:

@@ -37,7 +37,8 @@ def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFa
     """
     from hermes_core.config import load_config
     from hermes_core.provider_settings import resolve_provider
-    from agent.tool_policy import gateway_toolsets, gateway_working_dir
+    from agent.tool_policy import (gateway_toolsets, gateway_working_dir, platform_toolsets,
+                                   toolsets_for)
 
     cfg = config if config is not None else load_config()
     from agent.providers.models import settle
@@ -48,13 +49,16 @@ def default_agent_factory(config: Any = None, session_db: Any = None) -> AgentFa
     check_config(cfg)  # an unknown toolset stops the gateway at start-up, not at the first message
     gw = cfg.gateway
     gateway_toolsets(gw)  # a bad gateway.toolsets stops the gateway at start-up too
+    for line in platform_toolsets(cfg)[1]:  # named once at start-up; the other platforms serve
+        log.warning("%s", line)
     workdir = str(gateway_working_dir(gw))
 
     def make(session_id: Optional[str], platform: str, model: Optional[str] = None,
              store: Any = None) -> Any:
         from agent.factory import AgentSpec, ProviderChoice, build_agent
 
-        enabled, disabled = gateway_toolsets(gw)  # per agent: MCP toolsets appear as servers start
+        # per agent: MCP toolsets appear as servers start; platform_toolsets picks per platform
+        enabled, disabled = toolsets_for(cfg, platform)
         return build_agent(AgentSpec(
             config=cfg, platform=platform, provider=ProviderChoice.of(settings, model),
             session_id=session_id, session_db=store if store is not None else session_db,

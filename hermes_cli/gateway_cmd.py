@@ -1,4 +1,5 @@
-"""``hermes gateway run|status``: the launcher's side of the gateway (flags in, ``gateway.serve``).
+"""``hermes gateway run|setup|status``: the launcher's side of the gateway (flags in,
+``gateway.serve``; ``setup``: ``hermes_cli.gateway_setup``).
 
 Settings: flags > environment > ``config.yaml`` ``gateway:`` section > defaults
 (``gateway.settings``). ``run --workers N`` starts its workers as this same command
@@ -37,6 +38,9 @@ def add_parser(sub: Any) -> None:
     run.add_argument("--worker", type=int, help=argparse.SUPPRESS)  # the supervisor's workers
     run.add_argument("-v", "--verbose", action="store_true")
     run.set_defaults(func=cmd_run)
+    from hermes_cli.gateway_setup import add_parser as add_setup
+
+    add_setup(acts)  # hermes gateway setup
     st = acts.add_parser("status", help="is a gateway running here?")
     st.add_argument("--json", action="store_true")
     st.set_defaults(func=cmd_status)

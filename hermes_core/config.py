@@ -198,6 +198,9 @@ class HermesConfig(_Section):
     cron: CronConfig = Field(default_factory=CronConfig)
     # checked entry by entry by agent.mcp.config, so one bad server cannot fail the whole file
     mcp_servers: Any = None
+    # platform -> toolset names for the gateway's agents there (agent.tool_policy); read entry by
+    # entry, so one platform's bad list never stops the others
+    platform_toolsets: Any = None
 
 
     skills: SkillsConfig = Field(default_factory=SkillsConfig)

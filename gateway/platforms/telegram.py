@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from gateway.platforms.base import MessageEvent, PlatformAdapter
@@ -58,7 +59,8 @@ class TelegramAdapter(PlatformAdapter):
 
         api, files = telegram_api_urls(self._base_url)
         app = Application.builder().token(self._token).base_url(api).base_file_url(files).build()
-        app.add_handler(MessageHandler(filters.TEXT, self._on_update))
+        media = filters.PHOTO | filters.VOICE | filters.AUDIO | filters.Document.ALL
+        app.add_handler(MessageHandler(filters.TEXT | media, self._on_update))
         try:
             await app.initialize()  # getMe: the first call that needs Telegram to answer
         except BaseException:
@@ -104,10 +106,12 @@ class TelegramAdapter(PlatformAdapter):
             log.warning("telegram: error while stopping: %s", exc)
 
     async def _on_update(self, update: Any, _context: Any) -> None:
+        from gateway.platforms.telegram_media import download, media_of
+
         msg = update.effective_message
-        if msg is None or not msg.text or msg.from_user is None:
+        if msg is None or msg.from_user is None or not (msg.text or media_of(msg)):
             return
-        text = msg.text
+        text = msg.text or msg.caption or ""
         if self._username and text.startswith("/"):
             head, _, tail = text.partition(" ")
             cmd, _, target = head.partition("@")
@@ -121,6 +125,7 @@ class TelegramAdapter(PlatformAdapter):
             message_id=str(msg.message_id),
             thread_id=str(msg.message_thread_id) if getattr(msg, "is_topic_message",
                                                             False) else None,
+            attachments=await download(self._app.bot, msg) if self._app is not None else [],
         )
         await self.dispatch(event)
 
@@ -146,6 +151,23 @@ class TelegramAdapter(PlatformAdapter):
                 log.warning("telegram: send to %s failed (attempt %d): %s", chat_id, attempt + 1,
                             exc)
         return None
+
+    async def send_file(self, chat_id: str, path: Path, *, caption: str = "",
+                        thread_id: Optional[str] = None) -> Optional[str]:
+        """A photo or a document through the Bot API (``telegram_media.upload``)."""
+        from telegram.error import TelegramError
+
+        from gateway.platforms.telegram_media import upload
+
+        if self._app is None:
+            return None
+        try:
+            sent = await upload(self._app.bot, int(chat_id), path, caption,
+                                int(thread_id) if thread_id else None)
+            return str(sent.message_id)
+        except (OSError, TelegramError) as exc:
+            log.warning("telegram: sending %s to %s failed: %s", path.name, chat_id, exc)
+            return None
 
     async def edit(self, chat_id: str, message_id: str, text: str) -> None:
         from telegram.error import TelegramError
@@ -227,5 +249,11 @@ async def _bot_send(token: str, base: Optional[str], chat_id: str, thread_id: Op
 
 def register(ctx: Any) -> None:
     """The plugin entry point (pyproject.toml, group hermes_agent.plugins)."""
+    from gateway.platforms.direct import Question
+
+    questions = (Question("TELEGRAM_BOT_TOKEN", "Bot token (from @BotFather)", secret=True),
+                 Question("TELEGRAM_ALLOWED_USERS", "Allowed user ids, comma-separated "
+                          "(empty: pairing only)", required=False))
     ctx.register_platform("telegram", from_settings, send=send_direct,
-                          env=("TELEGRAM_BOT_TOKEN",))
+                          env=("TELEGRAM_BOT_TOKEN",), setup=questions,
+                          secrets=("TELEGRAM_BOT_TOKEN",))

@@ -40,6 +40,6 @@ def test_hermes_pairing_and_gateway_help_pass_through():
     listed = run_hermes("pairing", "list", env=env)
     assert listed.returncode == 0 and "No pending pairing codes" in listed.stdout
     helped = run_hermes("gateway", "--help", env=env)
-    assert helped.returncode == 0 and "{run,status}" in helped.stdout
+    assert helped.returncode == 0 and "{run,setup,status}" in helped.stdout
     bad = run_hermes("pairing", "approve", "telegram", "NOSUCHCODE", env=env)
     assert bad.returncode != 0 and bad.stderr.strip() and "Traceback" not in bad.stderr

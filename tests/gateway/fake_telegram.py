@@ -1,7 +1,8 @@
 """A loopback fake of the Telegram Bot API (the subset the gateway uses), for end-to-end tests.
 
 Real HTTP (aiohttp, its own event loop in a background thread). Tests queue user messages with
-``push_message`` and read what the bot did from ``calls`` / ``sent_texts``. ``getUpdates`` long-polls
+``push_message`` (with a photo, voice note or document: ``media=``) and read what the bot did from
+``calls`` / ``sent_texts`` / ``uploads`` (files the bot sent, with their bytes). ``getUpdates`` long-polls
 for at most ``max_poll`` seconds so shutdowns stay quick.
 """
 from __future__ import annotations
@@ -34,6 +35,7 @@ class FakeTelegram:
         self._cond = threading.Condition()
         self._next_update = 1
         self._next_message = 1
+        self.files: dict[str, bytes] = {}  # file_id -> bytes users sent (served by getFile)
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._runner: Optional[web.AppRunner] = None
         self._thread: Optional[threading.Thread] = None
@@ -64,6 +66,7 @@ class FakeTelegram:
     async def _serve(self) -> None:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        app.router.add_get("/file/bot{token}/{path:.*}", self._file)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port)
@@ -78,8 +81,11 @@ class FakeTelegram:
 
     # -- scripting --------------------------------------------------------------------------
     def push_message(self, chat_id: int, user_id: int, text: str, *, chat_type: str = "private",
-                     username: Optional[str] = None, thread_id: Optional[int] = None) -> int:
-        """Queue an incoming user message; returns its update_id."""
+                     username: Optional[str] = None, thread_id: Optional[int] = None,
+                     media: Optional[dict[str, Any]] = None) -> int:
+        """Queue an incoming user message; returns its update_id. ``media``: ``{"photo": bytes}``,
+        ``{"voice": bytes}`` or ``{"document": bytes, "file_name": ..., "mime_type": ...}``
+        (``text`` becomes the caption)."""
         with self._cond:
             chat: dict[str, Any] = {"id": chat_id, "type": chat_type}
             if chat_type == "private":
@@ -90,6 +96,8 @@ class FakeTelegram:
                 "message_id": self._next_message, "date": int(time.time()), "chat": chat, "text": text,
                 "from": {"id": user_id, "is_bot": False, "first_name": f"user{user_id}",
                          "username": username or f"user{user_id}"}}}
+            if media:
+                self._attach(update["message"], media)
             if thread_id is not None:  # a message in a forum topic
                 update["message"].update(message_thread_id=thread_id, is_topic_message=True)
             if text.startswith("/"):
@@ -100,6 +108,29 @@ class FakeTelegram:
             self._updates.append(update)
             self._cond.notify_all()
             return update["update_id"]
+
+    def _attach(self, message: dict[str, Any], media: dict[str, Any]) -> None:
+        kind = next(k for k in ("photo", "voice", "document") if k in media)
+        data: bytes = media[kind]
+        file_id = f"file-{len(self.files) + 1}"
+        self.files[file_id] = data
+        meta = {"file_id": file_id, "file_unique_id": "u" + file_id, "file_size": len(data)}
+        message["caption"] = message.pop("text")
+        if kind == "photo":
+            message["photo"] = [dict(meta, file_id="thumb", width=1, height=1),
+                                dict(meta, width=64, height=64)]
+            self.files["thumb"] = b"a thumbnail, never the photo"
+        elif kind == "voice":
+            message["voice"] = dict(meta, duration=2, mime_type="audio/ogg")
+        else:
+            message["document"] = dict(meta, file_name=media.get("file_name", "file.bin"),
+                                       mime_type=media.get("mime_type", "application/pdf"))
+
+    def uploads(self) -> list[tuple[str, dict[str, Any]]]:
+        """(method, params) of every sendPhoto/sendDocument; the file is params[kind] as
+        ``{"filename", "data"}``."""
+        with self._cond:
+            return [(m, p) for m, p in self.calls if m in ("sendPhoto", "sendDocument")]
 
     def calls_of(self, method: str) -> list[dict[str, Any]]:
         with self._cond:
@@ -130,6 +161,9 @@ class FakeTelegram:
         form = await request.post()
         out: dict[str, Any] = {}
         for key, value in form.items():
+            if isinstance(value, web.FileField):
+                out[key] = {"filename": value.filename, "data": value.file.read()}
+                continue
             if not isinstance(value, str) or key in _STRING_PARAMS:
                 out[key] = value
                 continue
@@ -202,6 +236,23 @@ class FakeTelegram:
 
     async def _m_sendMessage(self, p: dict[str, Any]) -> Any:
         return self._message(p)
+
+    async def _m_sendPhoto(self, p: dict[str, Any]) -> Any:
+        return self._message(p)
+
+    async def _m_sendDocument(self, p: dict[str, Any]) -> Any:
+        return self._message(p)
+
+    async def _m_getFile(self, p: dict[str, Any]) -> Any:
+        data = self.files[str(p["file_id"])]
+        return {"file_id": p["file_id"], "file_unique_id": "u" + str(p["file_id"]),
+                "file_size": len(data), "file_path": f"media/{p['file_id']}"}
+
+    async def _file(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return web.Response(status=401)
+        data = self.files.get(request.match_info["path"].split("/")[-1])
+        return web.Response(body=data) if data is not None else web.Response(status=404)
 
     async def _m_editMessageText(self, p: dict[str, Any]) -> Any:
         msg = self._message(p)

@@ -9,6 +9,10 @@ turn whose answer goes to the hook's delivery target. Configured in config.yaml:
           deliver: telegram:123456789        # cron's targets: <platform>[:<chat>], comma-separated
           events: [pull_request, issues]     # optional: other X-GitHub-Event values are ignored
           prompt: "PR {pull_request.title} was {action}"   # optional; {payload} is all of it
+        stripe:
+          secret_env: STRIPE_WEBHOOK_SECRET
+          signature: stripe    # Stripe-Signature: t=<ts>,v1=<hex>, within 300 s (default: github)
+          deliver: telegram:123456789
 
 Nothing is mounted unless ``gateway.webhooks`` is set. The signature replaces the API key on
 this route only; a turn acts for ``webhook:<name>`` (never the owner), so a payload cannot

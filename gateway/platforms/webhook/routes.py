@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 import uuid
 from collections import OrderedDict
 from typing import Any
@@ -16,7 +17,7 @@ from aiohttp import web
 from gateway.platforms.api_server.wire import APIError
 from gateway.platforms.webhook.prompt import decode, render
 from gateway.platforms.webhook.settings import Hook, read_hooks
-from gateway.platforms.webhook.signing import HEADER, signature_ok
+from gateway.platforms.webhook.signing import check
 
 log = logging.getLogger("gateway.webhook")
 
@@ -33,6 +34,13 @@ def event_of(headers: Any, payload: Any) -> str:
         else ""
 
 
+def _event_id(hook: Hook, payload: Any) -> str:
+    """Stripe names a delivery by its event's ``id`` (the same on every retry)."""
+    if hook.signature == "stripe" and isinstance(payload, dict):
+        return str(payload.get("id") or "")
+    return ""
+
+
 class Receiver:
     def __init__(self, runner: Any, hooks: dict[str, Hook], cfg: Any) -> None:
         self.runner, self.hooks, self.cfg = runner, hooks, cfg
@@ -46,13 +54,10 @@ class Receiver:
             raise APIError(404, f"No webhook named {name!r}; configure gateway.webhooks.{name} "
                                 "in config.yaml.", code="unknown_webhook")
         body = await request.read()
-        header = request.headers.get(HEADER)
-        if not signature_ok(hook.secret, body, header):
-            log.warning("webhook %s: refused a request with a %s signature", name,
-                        "wrong" if header else "missing")
-            raise APIError(401, f"Missing or wrong {HEADER}: send 'sha256=' + the hex HMAC-SHA256 "
-                                "of the body keyed with the webhook's secret.",
-                           code="invalid_signature")
+        problem = check(hook.signature, hook.secret, body, request.headers, time.time())
+        if problem is not None:
+            log.warning("webhook %s: refused a request: %s", name, problem.split(":")[0])
+            raise APIError(401, problem, code="invalid_signature")
         payload = decode(body)
         event = event_of(request.headers, payload)
         if event == "ping":  # GitHub's hello when a hook is created
@@ -60,7 +65,7 @@ class Receiver:
         if hook.events is not None and event not in hook.events:
             return web.json_response({"ignored": event or "unknown"})
         delivery = next((request.headers[h] for h in ID_HEADERS if request.headers.get(h)),
-                        uuid.uuid4().hex)
+                        None) or _event_id(hook, payload) or uuid.uuid4().hex
         if delivery in self._seen:
             return web.json_response({"duplicate": True, "id": delivery})
         self._remember(delivery)

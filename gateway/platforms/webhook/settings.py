@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from cron.delivery import DeliveryError, Target, parse_targets
+from gateway.platforms.webhook.signing import SCHEMES
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 DEFAULT_PROMPT = ("A webhook event arrived on '{name}' (event: {event}). Its payload:\n\n"
@@ -24,6 +25,7 @@ class Hook:
     targets: tuple[Target, ...]
     prompt: str = DEFAULT_PROMPT
     events: Optional[frozenset[str]] = None  # None: every event
+    signature: str = "github"  # how requests are signed (webhook.signing.SCHEMES)
 
 
 def read_hook(name: str, raw: Any, env: Mapping[str, str]) -> Hook:
@@ -49,8 +51,12 @@ def read_hook(name: str, raw: Any, env: Mapping[str, str]) -> Hook:
         raise WebhookConfigError(f"{where}: events is a list of event names")
     if isinstance(events, str):
         events = events.split(",")
+    scheme = str(raw.get("signature") or "github").strip().lower()
+    if scheme not in SCHEMES:
+        raise WebhookConfigError(f"{where}: signature is one of {', '.join(SCHEMES)}, "
+                                 f"not {raw.get('signature')!r}")
     return Hook(name, secret, tuple(targets), str(raw.get("prompt") or DEFAULT_PROMPT),
-                frozenset(e.strip() for e in events if e.strip()) if events else None)
+                frozenset(e.strip() for e in events if e.strip()) if events else None, scheme)
 
 
 def read_hooks(gw: Mapping[str, Any], env: Mapping[str, str]) -> tuple[dict[str, Hook], list[str]]:

@@ -62,6 +62,7 @@ def _config(root: Path, port: int) -> dict[str, Any]:
         "suppress_key_server_warning": True, "enable_metrics": False,
         "presence": {"enabled": False}, "url_preview_enabled": False,
         "max_upload_size": "10M", "enable_media_repo": True,
+        "bcrypt_rounds": 4,  # registering 100 accounts for the benchmark takes seconds, not minutes
         **limits,
     }
 
