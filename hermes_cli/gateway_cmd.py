@@ -18,7 +18,8 @@ WORKER_LAUNCH = ("-m", "hermes_cli.main", "gateway", "run")  # after sys.executa
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("gateway", help="run the gateway (API server, Telegram) or show its status",
+    p = sub.add_parser("gateway", help="run the gateway (API server, chat platforms, webhooks), "
+                       "set up its platforms, or show its status",
                        description="Run the messaging gateway and API server.")
     acts = p.add_subparsers(dest="cmd", required=True)
     run = acts.add_parser("run",
