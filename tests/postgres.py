@@ -119,3 +119,18 @@ class Cluster:
 
 def required() -> bool:
     return os.environ.get("HERMES_REQUIRE_POSTGRES", "") == "1"
+
+
+def terminate_backend(admin, pid: int, timeout: float = 30) -> None:
+    """End a backend and wait until it (and every lock it held) is gone.
+
+    ``pg_terminate_backend`` only signals the process; a test that checks the lock right after it
+    races the backend's exit."""
+    import time
+
+    assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0]
+    deadline = time.monotonic() + timeout
+    while admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s",
+                        (pid,)).fetchone()[0]:
+        assert time.monotonic() < deadline, f"backend {pid} still alive after {timeout} s"
+        time.sleep(0.02)

@@ -10,6 +10,7 @@ import pytest
 
 from hermes_state import appends
 from hermes_state.common import LeaseLost
+from tests.postgres import terminate_backend
 
 
 def test_concurrent_appends_to_one_session_keep_each_batch_together(store):
@@ -138,7 +139,7 @@ def test_a_fenced_append_after_the_lock_died_writes_nothing(pg_cluster, pg_url):
             fence = db.lock_fence(f"turn:{sid}")
             db.append_messages(sid, [{"role": "user", "content": "kept"}], fence=fence)
             with psycopg.connect(pg_url, autocommit=True) as admin:
-                admin.execute("SELECT pg_terminate_backend(%s)", (fence.pid,))
+                terminate_backend(admin, fence.pid)
             with pytest.raises(LeaseLost):
                 db.append_messages(sid, [{"role": "assistant", "content": "lost"}],
                                    usage=(3, 3), fence=fence)

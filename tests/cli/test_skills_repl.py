@@ -41,8 +41,9 @@ def test_the_review_line_appears_after_the_answer(fake_provider, hermes_home):
     try:
         repl.child.send("do the ten steps\r")
         repl.wait("Ten steps done")
+        # from the review thread: above the prompt, or before it when the review beat the redraw
+        repl.wait("Skill review: created 'ten-steps'")
         repl.wait(PROMPT)
-        repl.wait("Skill review: created 'ten-steps'")  # printed above the prompt, from the review thread
         assert (hermes_home / "skills/ten-steps/SKILL.md").read_text() == body
         out = repl.say("/help", until="Ctrl\\+D quits")
         assert "/ten-steps [text]" in out

@@ -15,7 +15,7 @@ import pytest
 
 from gateway.lease import TurnLeases, lease_name
 from tests.fake_provider import text
-from tests.waiting import wait_until
+from tests.postgres import terminate_backend
 
 KEY = "X-Hermes-Session-Key"
 
@@ -169,11 +169,7 @@ def test_a_fenced_write_is_refused_once_the_lock_connection_died(pg_url):
             fence = db.lock_fence(lease_name("s1"))
             db.append_messages("s1", [{"role": "user", "content": "while held"}], fence=fence)
             with psycopg.connect(pg_url, autocommit=True) as admin:
-                admin.execute("SELECT pg_terminate_backend(%s)", (fence.pid,))
-                # pg_terminate_backend only signals: wait until the backend (and its lock) is gone
-                wait_until(lambda: admin.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (fence.pid,)
-                ).fetchone()[0] == 0)
+                terminate_backend(admin, fence.pid)
             with pytest.raises(LeaseLost):
                 db.append_messages("s1", [{"role": "assistant", "content": "too late"}], fence=fence)
             with pytest.raises(LeaseLost):

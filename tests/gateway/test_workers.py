@@ -24,6 +24,7 @@ from tests.fake_provider import text
 from tests.gateway.conftest import GatewayProcess
 from tests.gateway.fake_telegram import FakeTelegram
 from tests.gateway.test_load_process import wait_until
+from tests.postgres import terminate_backend
 
 KEY = "X-Hermes-Session-Key"
 HOLD = "hold this turn"
@@ -228,7 +229,7 @@ def test_a_worker_that_loses_its_lease_connection_writes_nothing_more(hermes_hom
                 " classid::bigint = ((hashtextextended(%s, 0) >> 32) & 4294967295) AND"
                 " objid::bigint = (hashtextextended(%s, 0) & 4294967295)",
                 (lease_name(sid), lease_name(sid))).fetchone()
-            assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0]
+            terminate_backend(admin, pid)
 
         status, headers, body = chat(b, "while A is stuck", session)  # B gets the lease at once
         assert status == 200 and headers["X-Hermes-Session-Id"] == sid
