@@ -1,6 +1,7 @@
 """Which model a side task asks (issue 25): ``auxiliary.summary`` (compression's summaries; Hermes'
 older name ``auxiliary.compression`` still works), ``auxiliary.vision`` (vision_analyze and
-browser_vision) and ``auxiliary.review`` (the background skill review).
+browser_vision) and ``auxiliary.review`` (the background skill review; Hermes' name
+``auxiliary.background_review`` works too). The role's own name wins when both are set.
 
 Each role has Hermes' keys ``provider``/``model``/``base_url``/``api_key``; a role with none of
 them set (or ``provider: auto``/``main``, Hermes' way of saying "the main one") is the main model,
@@ -21,6 +22,7 @@ MAIN_WORDS = ("", "auto", "main")  # provider values meaning "the main model's p
 # where `hermes config set auxiliary.compression.api_key` puts the key (.env, not config.yaml)
 ENV_KEYS = {"summary": "HERMES_AUX_COMPRESSION_API_KEY"}
 FIELDS = ("provider", "model", "base_url", "api_key")
+ALIASES = {"summary": "compression", "review": "background_review"}  # Hermes' other names
 
 
 def _fields(section: Any) -> dict[str, Optional[str]]:
@@ -40,15 +42,17 @@ def _configured(fields: dict[str, Optional[str]]) -> bool:
 
 
 def role_entry(cfg: HermesConfig, role: str) -> tuple[str, dict[str, Optional[str]]]:
-    """(the dotted key, its fields) of ``role``: ``summary`` set wins over ``compression``."""
+    """(the dotted key, its fields) of ``role``: the role's own name set (``summary``,
+    ``review``) wins over its alias (``compression``, ``background_review``)."""
     if role not in ROLES:
         raise ValueError(f"unknown auxiliary role {role!r}; known: {', '.join(ROLES)}")
     aux = cfg.auxiliary
     path, fields = f"auxiliary.{role}", _fields(getattr(aux, role))
-    if role == "summary" and not _configured(fields):
-        older = _fields(aux.compression)
-        if _configured(older) or older["api_key"]:
-            path, fields = "auxiliary.compression", older
+    alias = ALIASES.get(role)
+    if alias and not _configured(fields):
+        other = _fields(getattr(aux, alias))
+        if _configured(other) or other["api_key"]:
+            path, fields = f"auxiliary.{alias}", other
     env_key = ENV_KEYS.get(role)
     if not fields["api_key"] and env_key and os.environ.get(env_key):
         fields["api_key"] = os.environ[env_key]

@@ -77,6 +77,7 @@ class AuxiliaryConfig(_Section):
     summary: AuxModel = Field(default_factory=AuxModel)  # compression's summaries (issue 25)
     compression: AuxModel = Field(default_factory=AuxModel)  # the older name of summary
     review: AuxModel = Field(default_factory=AuxModel)  # the background skill review
+    background_review: AuxModel = Field(default_factory=AuxModel)  # Hermes' name of review
     vision: VisionModel = Field(default_factory=VisionModel)  # vision_analyze (issue 23)
 
 

@@ -115,6 +115,18 @@ def test_the_older_compression_name_is_summary(fake_provider):
     assert resolve_auxiliary(cfg, "summary", main).model == "old-sum"
 
 
+def test_hermes_background_review_name_is_review_and_review_wins(fake_provider):
+    main = main_settings(fake_provider)
+    alone = parse_config({"auxiliary": {"background_review": {"model": "bg-1"}}})
+    assert resolve_auxiliary(alone, "review", main).model == "bg-1"
+    both = parse_config({"auxiliary": {"background_review": {"model": "bg-1"},
+                                       "review": {"model": "rv-1"}}})
+    assert resolve_auxiliary(both, "review", main).model == "rv-1"
+    bad = parse_config({"auxiliary": {"background_review": {"provider": "nosuch"}}})
+    with pytest.raises(ConfigError, match="auxiliary.background_review.provider"):
+        resolve_auxiliary(bad, "review", main)
+
+
 @pytest.mark.parametrize("section, words", [
     ({"review": {"provider": "nosuch"}}, ["auxiliary.review.provider", "unknown provider"]),
     ({"vision": {"provider": "anthropic", "model": "c"}}, ["auxiliary.vision", "ANTHROPIC_API_KEY"]),

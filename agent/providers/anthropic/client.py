@@ -14,7 +14,7 @@ import json
 from types import SimpleNamespace
 from typing import Any, Iterator, Optional
 
-from agent.providers.anthropic import thinking
+from agent.providers.anthropic import history_cache, thinking
 from agent.providers.anthropic.convert import build_request
 from agent.providers.anthropic.errors import stream_error, translate
 from agent.providers.anthropic.replies import StreamTranslator, completion
@@ -74,7 +74,8 @@ class AnthropicClient:
                              tools=extra.pop("tools", None) or tools,
                              tool_choice=extra.pop("tool_choice", None) or tool_choice,
                              thinking_budget=self.thinking_budget, temperature=temperature,
-                             thinking=thinking.recall, cache=self.cache)
+                             thinking=thinking.recall, cache=self.cache,
+                             converter=history_cache.convert)
         try:
             if stream:
                 return self._translated(self._post({**body, "stream": True}, timeout, True))

@@ -124,12 +124,25 @@ def split_system(messages: list[dict]) -> tuple[str, list[dict]]:
     return "\n\n".join(s for s in system if s), rest
 
 
+Where = list[Optional[tuple[int, int]]]
+Converter = Callable[[list[dict], Optional[ThinkingLookup]], tuple[list[dict], Where]]
+
+
 def convert_messages(messages: list[dict], thinking: Optional[ThinkingLookup] = None
-                     ) -> tuple[list[dict], list[Optional[tuple[int, int]]]]:
+                     ) -> tuple[list[dict], Where]:
     """Alternating Messages API turns, and for each source message where its last block went
     (``(turn, block)``; None when it produced none), so breakpoints can follow the source."""
     turns: list[dict] = []
-    where: list[Optional[tuple[int, int]]] = []
+    where: Where = []
+    extend_turns(turns, where, messages, thinking)
+    return finish_turns(turns, where)
+
+
+def extend_turns(turns: list[dict], where: Where, messages: list[dict],
+                 thinking: Optional[ThinkingLookup] = None) -> None:
+    """Convert ``messages`` onto the end of ``turns``/``where`` (a converted history's tail is
+    converted alone: ``history_cache``). It may append to ``turns[-1]["content"]``, so a caller
+    that keeps the turns copies the last one first."""
     for msg in messages:
         role, content = msg.get("role"), msg.get("content")
         if type(content) is str and role != "tool" and not msg.get("tool_calls"):
@@ -160,28 +173,34 @@ def convert_messages(messages: list[dict], thinking: Optional[ThinkingLookup] = 
         else:
             turns.append({"role": side, "content": blocks})
         where.append((len(turns) - 1, len(turns[-1]["content"]) - 1))
+
+
+def finish_turns(turns: list[dict], where: Where) -> tuple[list[dict], Where]:
+    """The turns as the API takes them: starting with a user turn, never empty. New lists when
+    something is added: the given ones may be a cache's."""
     if turns and turns[0]["role"] != "user":
-        turns.insert(0, {"role": "user", "content": [{"type": "text",
-                                                      "text": CONTINUE_PLACEHOLDER}]})
-        where = [(w[0] + 1, w[1]) if w else None for w in where]
+        lead = {"role": "user", "content": [{"type": "text", "text": CONTINUE_PLACEHOLDER}]}
+        return [lead, *turns], [(w[0] + 1, w[1]) if w else None for w in where]
     if not turns:
-        turns.append({"role": "user", "content": [{"type": "text", "text": EMPTY_PLACEHOLDER}]})
+        return [{"role": "user", "content": [{"type": "text", "text": EMPTY_PLACEHOLDER}]}], where
     return turns, where
 
 
 def _mark(turns: list[dict], spot: Optional[tuple[int, int]]) -> None:
     if spot is None:
         return
-    blocks = turns[spot[0]]["content"]
     index = spot[1]
+    blocks = turns[spot[0]]["content"]
     while index >= 0 and blocks[index].get("type") in ("thinking", "redacted_thinking"):
         index -= 1  # thinking blocks cannot carry a breakpoint
     if index >= 0:
+        # the turn, its block list and the block are copied: the turns may be a cache's
+        blocks = list(blocks)
         blocks[index] = {**blocks[index], "cache_control": CACHE}
+        turns[spot[0]] = {**turns[spot[0]], "content": blocks}
 
 
-def place_breakpoints(turns: list[dict], where: list[Optional[tuple[int, int]]],
-                      source: list[dict]) -> None:
+def place_breakpoints(turns: list[dict], where: Where, source: list[dict]) -> None:
     """The compacted head's end and the last message (see the module docstring)."""
     head = last_compaction_index(source)
     if head >= 0:
@@ -203,10 +222,14 @@ def ends_mid_tool_loop_without_thinking(turns: list[dict]) -> bool:
 def build_request(messages: list[dict], *, model: str, max_tokens: int,
                   tools: Optional[list[dict]] = None, tool_choice: Any = None,
                   thinking_budget: Optional[int] = None, temperature: Optional[float] = None,
-                  thinking: Optional[ThinkingLookup] = None, cache: bool = True) -> dict:
-    """The whole Messages API body for one OpenAI-shaped request."""
+                  thinking: Optional[ThinkingLookup] = None, cache: bool = True,
+                  converter: Optional[Converter] = None) -> dict:
+    """The whole Messages API body for one OpenAI-shaped request. ``converter``: what turns the
+    history into turns (default ``convert_messages``; the client passes ``history_cache``'s,
+    which converts only what changed since the previous request)."""
     system, rest = split_system(messages)
-    turns, where = convert_messages(rest, thinking if thinking_budget else None)
+    turns, where = (converter or convert_messages)(rest, thinking if thinking_budget else None)
+    turns = list(turns)  # breakpoints replace a few of its turns; the cache's list stays as is
     if cache:
         place_breakpoints(turns, where, rest)
     body: dict[str, Any] = {"model": model, "max_tokens": int(max_tokens), "messages": turns}
