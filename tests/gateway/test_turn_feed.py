@@ -41,3 +41,24 @@ def test_a_quiet_turn_sends_keepalives_until_it_ends():
 
     items = asyncio.run(main())
     assert items and all(item == ("keepalive", None) for item in items)
+
+
+def test_more_text_takes_the_queued_deltas_up_to_the_next_tool_event_in_order():
+    async def main() -> tuple:
+        loop = asyncio.get_running_loop()
+        feed = TurnFeed(loop)
+        turn: asyncio.Future = loop.create_future()
+        for text in ["a", "b", "c"]:
+            feed.on_delta(text)
+        feed.on_tool({"type": "tool_start", "tool": "read_file"})
+        feed.on_delta("d")
+        loop.call_soon(turn.set_result, None)
+        got = []
+        async for kind, value in feed.events(turn):
+            got.append((kind, value + feed.more_text() if kind == "delta" else value))
+        return got, feed.more_text()
+
+    got, rest = asyncio.run(main())
+    assert got == [("delta", "abc"), ("tool", {"type": "tool_start", "tool": "read_file"}),
+                   ("delta", "d")]
+    assert rest == ""

@@ -122,6 +122,17 @@ class TurnFeed:
         """Something is already here (a caller may hold its write back for it)."""
         return bool(self._ready)
 
+    def more_text(self) -> str:
+        """The text of the deltas already queued next, taken off the queue (a caller joins them to
+        the delta it has: one chunk, one encode and one record for the lot, order kept)."""
+        ready = self._ready
+        if not ready or ready[0][0] != "delta":
+            return ""
+        parts = []
+        while ready and ready[0][0] == "delta":
+            parts.append(ready.popleft()[1])
+        return "".join(parts)
+
     def on_tool(self, event: dict[str, Any]) -> None:
         """``tool_progress_callback`` of the agent."""
         if isinstance(event, dict) and event.get("type") in ("tool_start", "tool_end"):
