@@ -20,8 +20,10 @@ KEEPALIVE_SECONDS = 15.0
 POLL_SECONDS = 0.5  # how often a silent stream checks that its client is still connected
 # How long the loop lets a burst gather after its first item: what the agent reports meanwhile
 # (the next deltas off the provider's socket, a fast tool's end after its start) costs no wake-up
-# and goes out in the same write; a reader sees each event at most this much later.
-GATHER_SECONDS = 0.005
+# and goes out in the same write; a reader sees each event at most this much later. Off (0) by
+# default: at 5 ms it saved ~0.7 wake-ups and writes per bench turn but added ~3 loop iterations
+# (the timers), no net CPU measured (docs/PERFORMANCE.md).
+GATHER_SECONDS = 0.0
 
 
 def sse_bytes(data: Any, event: Optional[str] = None, event_id: Optional[int] = None) -> bytes:
