@@ -29,3 +29,15 @@ def dumps(obj: Any) -> bytes:
 def dumps_text(obj: Any) -> str:
     """``dumps`` as text (what ``aiohttp.web.json_response(dumps=...)`` takes)."""
     return dumps(obj).decode()
+
+
+def loads(data: "str | bytes") -> Any:
+    """Decoded JSON of ``data`` (a streamed chunk is parsed per SSE record: orjson is faster).
+    What orjson refuses but ``json`` reads (``NaN``, a lone surrogate escape) goes through ``json``,
+    so the same bodies decode; bad JSON raises ``json.JSONDecodeError`` either way."""
+    if orjson is not None:
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(data)

@@ -3,6 +3,7 @@ the same document either way, whatever orjson cannot encode included."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -30,3 +31,11 @@ def test_orjson_is_what_encodes_when_installed():
 def test_what_neither_can_encode_is_a_type_error():
     with pytest.raises(TypeError):
         wire_json.dumps({"x": object()})
+
+
+def test_loads_reads_what_json_reads_and_raises_json_s_error_on_bad_json():
+    for text in ['{"a": [1, 2.5, "\u00fc", null]}', '"\\ud800"', b'{"b": true}']:
+        assert wire_json.loads(text) == json.loads(text)
+    assert math.isnan(wire_json.loads('{"a": NaN}')["a"])  # orjson refuses NaN; json reads it
+    with pytest.raises(json.JSONDecodeError):
+        wire_json.loads('{"a": ')

@@ -192,7 +192,7 @@ def request_json(client: Any, wire: DirectWire, body: dict[str, Any], stream: bo
             raise _status_error(resp.status, resp.headers, raw, url)
         if stream:
             return _chunks(wire, resp, url)
-        return json.loads(resp.read())
+        return wire_json.loads(resp.read())
     except (OSError, http.client.HTTPException) as exc:
         wire.close()
         raise _transport_error(exc, url) from exc
@@ -227,7 +227,7 @@ def _chunks(wire: DirectWire, resp: http.client.HTTPResponse, url: str) -> Itera
                 resp.read()
                 done = True
                 return
-            chunk = json.loads(data)
+            chunk = wire_json.loads(data)
             failed = stream_error(chunk)
             if failed is not None:
                 raise openai.APIError(failed[0], _fake_request(url), body=failed[1])

@@ -9,8 +9,9 @@ here. What the SDK's stream did stays: ``[DONE]`` ends it, an ``error`` member i
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Iterable, Iterator
+
+from hermes_core import wire_json
 
 
 def sse_records(lines: Iterable[str]) -> Iterator[tuple[str, str]]:
@@ -69,7 +70,7 @@ def chat_chunks(response: Any) -> Iterator[dict]:
             if data.startswith("[DONE]"):
                 next(lines, None)  # the body's end follows: read it so the connection is reused
                 return
-            chunk = json.loads(data)
+            chunk = wire_json.loads(data)
             failed = stream_error(chunk)
             if failed is not None:
                 raise openai.APIError(failed[0], response.request, body=failed[1])

@@ -41,3 +41,52 @@ def test_a_quiet_turn_sends_keepalives_until_it_ends():
 
     items = asyncio.run(main())
     assert items and all(item == ("keepalive", None) for item in items)
+
+
+def test_more_text_takes_the_queued_deltas_up_to_the_next_tool_event_in_order():
+    async def main() -> tuple:
+        loop = asyncio.get_running_loop()
+        feed = TurnFeed(loop)
+        turn: asyncio.Future = loop.create_future()
+        for text in ["a", "b", "c"]:
+            feed.on_delta(text)
+        feed.on_tool({"type": "tool_start", "tool": "read_file"})
+        feed.on_delta("d")
+        loop.call_soon(turn.set_result, None)
+        got = []
+        async for kind, value in feed.events(turn):
+            got.append((kind, value + feed.more_text() if kind == "delta" else value))
+        return got, feed.more_text()
+
+    got, rest = asyncio.run(main())
+    assert got == [("delta", "abc"), ("tool", {"type": "tool_start", "tool": "read_file"}),
+                   ("delta", "d")]
+    assert rest == ""
+
+
+def test_a_burst_is_taken_a_gather_window_after_its_first_item_or_when_the_turn_ends():
+    async def main() -> tuple:
+        loop = asyncio.get_running_loop()
+        feed = TurnFeed(loop, gather=60.0)  # longer than the test: only the turn's end delivers
+        turn: asyncio.Future = loop.create_future()
+        reported = threading.Event()
+
+        def agent() -> None:
+            feed.on_delta("a")
+            feed.on_tool({"type": "tool_start", "tool": "read_file"})
+            feed.on_delta("b")
+            reported.set()
+
+        threading.Thread(target=agent).start()
+        await asyncio.to_thread(reported.wait)
+        items = feed.events(turn)
+        early = asyncio.ensure_future(items.__anext__())
+        done, _ = await asyncio.wait({early}, timeout=0.3)
+        turn.set_result(None)
+        first = await early
+        return bool(done), [first] + [item async for item in items]
+
+    delivered_early, items = asyncio.run(main())
+    assert not delivered_early  # still gathering: nothing was handed to the loop yet
+    assert items == [("delta", "a"), ("tool", {"type": "tool_start", "tool": "read_file"}),
+                     ("delta", "b")]

@@ -97,6 +97,7 @@ async def _stream(runner: Any, request: web.Request, body: dict[str, Any], key: 
         await out.send(chunk({"role": "assistant", "content": ""}))
         async for kind, value in feed.events(turn, out):
             if kind == "delta":
+                value += feed.more_text()  # deltas queued behind it go out as one chunk
                 streamed.append(value)
                 await out.send_record(wire.content(value), flush=not feed.more())
             elif kind == "tool":
