@@ -63,30 +63,3 @@ def test_more_text_takes_the_queued_deltas_up_to_the_next_tool_event_in_order():
                    ("delta", "d")]
     assert rest == ""
 
-
-def test_a_burst_is_taken_a_gather_window_after_its_first_item_or_when_the_turn_ends():
-    async def main() -> tuple:
-        loop = asyncio.get_running_loop()
-        feed = TurnFeed(loop, gather=60.0)  # longer than the test: only the turn's end delivers
-        turn: asyncio.Future = loop.create_future()
-        reported = threading.Event()
-
-        def agent() -> None:
-            feed.on_delta("a")
-            feed.on_tool({"type": "tool_start", "tool": "read_file"})
-            feed.on_delta("b")
-            reported.set()
-
-        threading.Thread(target=agent).start()
-        await asyncio.to_thread(reported.wait)
-        items = feed.events(turn)
-        early = asyncio.ensure_future(items.__anext__())
-        done, _ = await asyncio.wait({early}, timeout=0.3)
-        turn.set_result(None)
-        first = await early
-        return bool(done), [first] + [item async for item in items]
-
-    delivered_early, items = asyncio.run(main())
-    assert not delivered_early  # still gathering: nothing was handed to the loop yet
-    assert items == [("delta", "a"), ("tool", {"type": "tool_start", "tool": "read_file"}),
-                     ("delta", "b")]

@@ -18,12 +18,6 @@ from aiohttp import web
 
 KEEPALIVE_SECONDS = 15.0
 POLL_SECONDS = 0.5  # how often a silent stream checks that its client is still connected
-# How long the loop lets a burst gather after its first item: what the agent reports meanwhile
-# (the next deltas off the provider's socket, a fast tool's end after its start) costs no wake-up
-# and goes out in the same write; a reader sees each event at most this much later. Off (0) by
-# default: at 5 ms it saved ~0.7 wake-ups and writes per bench turn but added ~3 loop iterations
-# (the timers), no net CPU measured (docs/PERFORMANCE.md).
-GATHER_SECONDS = 0.0
 
 
 def sse_bytes(data: Any, event: Optional[str] = None, event_id: Optional[int] = None) -> bytes:
@@ -88,11 +82,10 @@ class TurnFeed:
     Why this shape: one loop wake-up per burst, not per delta (the agent thread appends under a
     lock and schedules a wake-up only when none is pending), and one plain future to wait on
     rather than a task and ``asyncio.wait`` per event: a streamed turn's extra CPU was mostly
-    this hand-over. The loop takes a burst ``gather`` seconds after its first item."""
+    this hand-over."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, gather: float = GATHER_SECONDS) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._gather = gather
         self._lock = threading.Lock()
         self._incoming: list[tuple[str, Any]] = []  # appended by the agent's thread
         self._wake_pending = False
@@ -105,13 +98,7 @@ class TurnFeed:
             if self._wake_pending:
                 return
             self._wake_pending = True
-        self._loop.call_soon_threadsafe(self._arm)
-
-    def _arm(self) -> None:
-        if self._gather > 0:
-            self._loop.call_later(self._gather, self._wake)
-        else:
-            self._wake()
+        self._loop.call_soon_threadsafe(self._wake)
 
     def _take(self) -> None:
         with self._lock:
