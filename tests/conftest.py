@@ -163,26 +163,24 @@ def fake_anthropic():
         fa.stop()
 
 
-@pytest.fixture
-def fake_provider():
-    fp = FakeProvider()
+def _serving(fp: FakeProvider):
     fp.start()
     try:
         yield fp
     finally:
         fp.stop()
+
+
+@pytest.fixture
+def fake_provider():
+    yield from _serving(FakeProvider())
 
 
 @pytest.fixture
 def aux_provider():
     """A second loopback OpenAI-compatible server, for what must not reach the main one (an
     auxiliary model, a fallback)."""
-    fp = FakeProvider()
-    fp.start()
-    try:
-        yield fp
-    finally:
-        fp.stop()
+    yield from _serving(FakeProvider())
 
 
 @pytest.fixture
