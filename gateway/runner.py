@@ -196,6 +196,9 @@ class GatewayRunner(ChatEvents, SessionHolding):
             return False
         req.stop_requested, req.stop_message = True, message
         if req.started:
+            st = req.state
+            if st is not None and st.agent is not None:
+                interrupt_agent(st.agent, message)  # at once, before a caller lets the agent go on
             self.spawn(self._keep_interrupting(req), None)
         return True
 

@@ -160,15 +160,16 @@ class Run:
         return approval
 
     def stop(self, message: str) -> bool:
-        """Stop the run: a parked question is denied, the turn interrupted."""
+        """Stop the run: the turn interrupted, then a parked question denied (in that order: a
+        denial first would let the agent go on to its next model call before the interrupt)."""
         if self.done:
             return False
         self._stopped.set()
-        if self.pending is not None:
-            self.answer("deny")
         self.set_status("stopping")
         if self.handle is not None:
             self.handle.stop(message)
+        if self.pending is not None:
+            self.answer("deny")
         return True
 
     def finish(self, status: str, output: Optional[str], error: Optional[str],
