@@ -78,10 +78,8 @@ class SessionMap:
         return self.db.get_session_for_key(key)
 
     def get_or_create(self, key: str, user_id: Optional[str] = None) -> str:
-        sid = self.lookup(key)
-        if sid and self.db.get_session(sid) is not None:
-            return sid
-        return self._bind_new(key, user_id)
+        sid = self.db.live_session_for_key(key)
+        return sid if sid else self._bind_new(key, user_id)
 
     def rotate(self, key: str, reason: str, user_id: Optional[str] = None,
                old: Optional[str] = None) -> tuple[Optional[str], str]:

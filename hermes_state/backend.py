@@ -76,6 +76,11 @@ class StoreBackend(Protocol):
         networked engine sends them with BEGIN and COMMIT in one round trip."""
         ...
 
+    def write_one(self, sql: str, params: Iterable[Any] = ()) -> int:
+        """One statement as its own transaction; its ``rowcount``. PostgreSQL sends it alone in
+        autocommit: one round trip, where ``write`` costs three (BEGIN, it, COMMIT)."""
+        ...
+
     def read(self, sql: str, params: Iterable[Any] = ()) -> list[Row]: ...
 
     def append_rows(self, session_id: str, rows: list[tuple[Any, ...]],
@@ -138,6 +143,9 @@ class UsesBackend:
 
     def _write(self, fn: Callable[[Tx], T], pipelined: bool = False) -> T:
         return self._b.write(fn, pipelined=pipelined)
+
+    def _write_one(self, sql: str, params: Iterable[Any] = ()) -> int:
+        return self._b.write_one(sql, params)
 
     def _read(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
         return self._b.read(sql, params)

@@ -259,6 +259,11 @@ class PostgresBackend:
             raise fence.lost()
         return in_seq_order(returned)
 
+    def write_one(self, sql: str, params: Iterable[Any] = ()) -> int:
+        """``sql`` alone, in autocommit: one round trip (see ``StoreBackend.write_one``)."""
+        return self._run(lambda tx: tx.execute(sql, params).rowcount, transaction=True,
+                         mode="statement")
+
     def submit(self, fn: Callable[[], T]) -> Future[T]:
         """``fn`` on a store writer thread (as many as the pool has connections): its round
         trips overlap what the caller does meanwhile (see ``StoreBackend.submit``)."""

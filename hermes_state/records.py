@@ -15,10 +15,9 @@ class RecordsMixin(UsesBackend):
 
     def bind_session_key(self, key: str, session_id: str) -> None:
         """Point a chat (e.g. ``telegram:dm:42``) at its current session."""
-        self._write(lambda c: c.execute(
-            "INSERT INTO session_keys (key, session_id, updated_at) VALUES (?, ?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET session_id = excluded.session_id, "
-            "updated_at = excluded.updated_at", (key, session_id, time.time())))
+        self._write_one("INSERT INTO session_keys (key, session_id, updated_at) VALUES (?, ?, ?)"
+                        " ON CONFLICT(key) DO UPDATE SET session_id = excluded.session_id,"
+                        " updated_at = excluded.updated_at", (key, session_id, time.time()))
 
     def keys_for_session(self, session_id: str) -> list[str]:
         """Every gateway key bound to this session (a reset moves them all)."""
@@ -27,6 +26,13 @@ class RecordsMixin(UsesBackend):
 
     def get_session_for_key(self, key: str) -> Optional[str]:
         rows = self._read("SELECT session_id FROM session_keys WHERE key = ?", (key,))
+        return rows[0][0] if rows else None
+
+    def live_session_for_key(self, key: str) -> Optional[str]:
+        """The session ``key`` is bound to, if that session still exists: one read where
+        ``get_session_for_key`` then ``get_session`` were two."""
+        rows = self._read("SELECT k.session_id FROM session_keys AS k JOIN sessions AS s"
+                          " ON s.id = k.session_id WHERE k.key = ?", (key,))
         return rows[0][0] if rows else None
 
     def key_position(self, key: str, session_id: str) -> tuple[Optional[str], int]:
@@ -39,19 +45,18 @@ class RecordsMixin(UsesBackend):
 
     def unbind_session_key(self, key: str) -> bool:
         """Forget a gateway key (its session stays)."""
-        return self._write(lambda c: c.execute("DELETE FROM session_keys WHERE key = ?",
-                                               (key,)).rowcount > 0)
+        return self._write_one("DELETE FROM session_keys WHERE key = ?", (key,)) > 0
 
     # -- API server responses ------------------------------------------------------------------
 
     def save_response(self, response_id: str, session_id: Optional[str],
                       body: dict[str, Any]) -> None:
         """Keep a Responses API object (the session it continued, its JSON) for GET and chaining."""
-        self._write(lambda c: c.execute(
+        self._write_one(
             "INSERT INTO api_responses (id, session_id, created_at, body) VALUES (?, ?, ?, ?)"
             " ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id,"
             " created_at = excluded.created_at, body = excluded.body",
-            (response_id, session_id, time.time(), json.dumps(body))))
+            (response_id, session_id, time.time(), json.dumps(body)))
 
     def get_response(self, response_id: str) -> Optional[dict[str, Any]]:
         """``{"id", "session_id", "created_at", "body"}`` or None."""
@@ -66,8 +71,7 @@ class RecordsMixin(UsesBackend):
         return d
 
     def delete_response(self, response_id: str) -> bool:
-        return self._write(lambda c: c.execute("DELETE FROM api_responses WHERE id = ?",
-                                               (response_id,)).rowcount > 0)
+        return self._write_one("DELETE FROM api_responses WHERE id = ?", (response_id,)) > 0
 
     # -- delegation (SPEC §13) ---------------------------------------------------------------
 

@@ -21,17 +21,22 @@ class SessionsMixin(UsesBackend):
         user's ``"<platform>:<user id>"``, whose search and listing show only their own."""
         sid = session_id or new_session_id()
         title = (title or "").strip() or None
+        insert = ("INSERT INTO sessions (id, source, user_id, model, title, parent_session_id,"
+                  " system_prompt, started_at, updated_at, owner) VALUES (?,?,?,?,?,?,?,?,?,?)"
+                  " ON CONFLICT (id) DO NOTHING")
+        if title is None:  # nothing to check first: one statement (an existing row stays as is)
+            now = time.time()
+            self._write_one(insert, (sid, source, user_id, model, None, parent_session_id,
+                                     system_prompt, now, now, owner))
+            return sid
 
         def tx(c: Tx) -> str:
             if c.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone():
                 return sid
             self._check_title_free(c, sid, title)
             now = time.time()
-            c.execute("INSERT INTO sessions (id, source, user_id, model, title, parent_session_id,"
-                      " system_prompt, started_at, updated_at, owner) VALUES (?,?,?,?,?,?,?,?,?,?)"
-                      " ON CONFLICT (id) DO NOTHING",
-                      (sid, source, user_id, model, title, parent_session_id, system_prompt,
-                       now, now, owner))
+            c.execute(insert, (sid, source, user_id, model, title, parent_session_id,
+                               system_prompt, now, now, owner))
             return sid
         return self._write(tx)
 
@@ -68,9 +73,8 @@ class SessionsMixin(UsesBackend):
         return out
 
     def _update_session(self, session_id: str, sql: str, params: Iterable[Any]) -> bool:
-        return self._write(lambda c: c.execute(
-            f"UPDATE sessions SET {sql}, updated_at = ? WHERE id = ?",
-            (*params, time.time(), session_id)).rowcount > 0)
+        return self._write_one(f"UPDATE sessions SET {sql}, updated_at = ? WHERE id = ?",
+                               (*params, time.time(), session_id)) > 0
 
     def count_sessions(self) -> int:
         return int(self._read("SELECT COUNT(*) FROM sessions")[0][0])

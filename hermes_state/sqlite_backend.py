@@ -179,6 +179,10 @@ class SQLiteBackend:
             cur.row_factory = sqlite3.Row
             return cur.fetchall()
 
+    def write_one(self, sql: str, params: Iterable[Any] = ()) -> int:
+        """``sql`` in a write transaction of its own (see ``StoreBackend.write_one``)."""
+        return self.write(lambda c: c.execute(sql, params).rowcount)
+
     def submit(self, fn: Callable[[], T]) -> Future[T]:
         """``fn`` at once, its outcome as a finished future (see ``StoreBackend.submit``)."""
         done: Future[T] = Future()

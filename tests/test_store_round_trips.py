@@ -1,0 +1,74 @@
+"""What the gateway's hot path asks of the store, in fewer round trips on PostgreSQL: one-statement
+writes (``write_one``: a new session row, a key binding, a session update) and one-read lookups
+(``live_session_for_key``). Pinned on both backends: the behaviour is the same as the longer
+forms it replaced, and on PostgreSQL a one-statement write sends exactly one statement."""
+from __future__ import annotations
+
+import pytest
+
+
+def test_creating_an_existing_session_leaves_it_as_it_was(store):
+    sid = store.create_session("s1", source="telegram", model="m1", owner="telegram:7")
+    assert store.create_session("s1", source="cli", model="other") == sid
+    row = store.get_session(sid)
+    assert (row["source"], row["model"], row["owner"]) == ("telegram", "m1", "telegram:7")
+
+
+def test_a_titled_session_still_checks_the_title_is_free(store):
+    store.create_session("a", title="Plans")
+    with pytest.raises(Exception, match="Plans"):
+        store.create_session("b", title="Plans")
+    assert store.get_session("b") is None
+
+
+def test_a_key_leads_to_its_session_only_while_that_session_exists(store):
+    assert store.live_session_for_key("api_server:k") is None
+    sid = store.create_session()
+    store.bind_session_key("api_server:k", sid)
+    assert store.live_session_for_key("api_server:k") == sid
+    store.delete_session(sid)
+    assert store.live_session_for_key("api_server:k") is None
+
+
+def test_updates_and_unbinds_report_whether_a_row_changed(store):
+    sid = store.create_session()
+    assert store.set_system_prompt(sid, "You are terse.") is True
+    assert store.get_session(sid)["system_prompt"] == "You are terse."
+    assert store.set_system_prompt("missing", "x") is False
+    store.bind_session_key("k", sid)
+    assert store.unbind_session_key("k") is True and store.unbind_session_key("k") is False
+
+
+def _logged(cluster, url: str, work) -> list[str]:
+    """The statements the server logged for ``url``'s database while ``work()`` ran."""
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    cluster.admin(f"ALTER DATABASE {name} SET log_statement = 'all'")
+    log = cluster.root / "log"
+    with psycopg.connect(url, autocommit=True) as marker:
+        marker.execute("SELECT 'round-trips-start'")
+        work()
+        marker.execute("SELECT 'round-trips-end'")
+    text = log.read_text(errors="replace")
+    end = text.rindex("\n", 0, text.rindex("round-trips-end"))
+    part = text[text.rindex("round-trips-start"):end]
+    return [line.split(": ", 2)[-1].strip() for line in part.splitlines()[1:]
+            if "LOG:  statement: " in line or "LOG:  execute " in line]
+
+
+def test_a_one_statement_write_sends_one_statement_on_postgresql(pg_cluster, pg_url):
+    """No BEGIN or COMMIT of its own: the server's statement log shows one statement each."""
+    from hermes_state import SessionDB
+
+    db = SessionDB(url=pg_url)
+    try:
+        def work() -> None:
+            sid = db.create_session("s1")
+            db.set_system_prompt(sid, "p")
+            db.bind_session_key("k", sid)
+            assert db.live_session_for_key("k") == sid
+        sent = _logged(pg_cluster, pg_url, work)
+        assert [q.split()[0].upper() for q in sent] == ["INSERT", "UPDATE", "INSERT", "SELECT"], sent
+    finally:
+        db.close()
