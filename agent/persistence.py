@@ -122,10 +122,9 @@ class SessionRecorder:
                                    f"{self._db_error}. Nothing was sent or saved; run "
                                    "`hermes doctor`, then try again.")
         try:
-            row = db.get_session(self.session_id)
+            row, messages, ids = db.session_and_history(self.session_id)
             if row is None:
                 return [], None
-            messages, ids = db.get_active_history(self.session_id)
         except Exception as exc:
             raise HistoryLoadError(f"Session {self.session_id} could not be read from the session "
                                    f"store ({exc}). Nothing was sent or saved; run `hermes doctor` "

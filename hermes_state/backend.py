@@ -89,8 +89,10 @@ class StoreBackend(Protocol):
         new ids in order. The engine picks its cheapest way (PostgreSQL: one statement)."""
         ...
 
-    def read_with(self, fn: Callable[[Tx], T]) -> T:
-        """``fn`` outside a write transaction: several reads on one connection."""
+    def read_with(self, fn: Callable[[Tx], T], pipelined: bool = False) -> T:
+        """``fn`` outside a write transaction: several reads on one connection. ``pipelined``:
+        ``fn`` only sends them (``Tx.returning``) and the caller reads the rows after, so a
+        networked engine sends them all in one round trip."""
         ...
 
     def submit(self, fn: Callable[[], T]) -> Future[T]:

@@ -17,6 +17,29 @@ MESSAGE_COLUMNS = ("id, session_id, role, content, content_parts, tool_calls, to
                    " tool_name, created_at, token_count, active, compacted, seq")
 
 
+HISTORY_SQL = ("SELECT id, role, content, content_parts, tool_calls, tool_call_id, tool_name"
+               " FROM messages WHERE session_id = ? AND active = 1 ORDER BY seq, id")
+
+
+def _history(session_id: str, rows: Iterable[Any]) -> tuple[list[dict[str, Any]], list[int]]:
+    """``HISTORY_SQL``'s rows as provider-ready messages, and their row ids."""
+    out, ids = [], []
+    for row in rows:
+        msg: dict[str, Any] = {"role": row["role"],
+                               "content": decode_content(row["content"], row["content_parts"])}
+        tool_calls, ok = parse_tool_calls(row["tool_calls"])
+        if not ok:
+            logger.warning("session %s message %s: unreadable tool_calls dropped",
+                           session_id, row["id"])
+        elif tool_calls:
+            msg["tool_calls"] = tool_calls
+        if row["tool_call_id"]:
+            msg["tool_call_id"] = row["tool_call_id"]
+        out.append(msg)
+        ids.append(int(row["id"]))
+    return out, ids
+
+
 class MessagesMixin(UsesBackend):
     """Message rows."""
 
@@ -64,24 +87,20 @@ class MessagesMixin(UsesBackend):
         An agent keeps the ids so that a compaction or ``/undo`` touches exactly the rows it read
         or wrote, never a row another process appended meanwhile.
         """
-        out, ids = [], []
-        for row in self._read(
-                "SELECT id, role, content, content_parts, tool_calls, tool_call_id, tool_name "
-                "FROM messages WHERE session_id = ? AND active = 1 ORDER BY seq, id",
-                (session_id,)):
-            msg: dict[str, Any] = {"role": row["role"],
-                                   "content": decode_content(row["content"], row["content_parts"])}
-            tool_calls, ok = parse_tool_calls(row["tool_calls"])
-            if not ok:
-                logger.warning("session %s message %s: unreadable tool_calls dropped",
-                               session_id, row["id"])
-            elif tool_calls:
-                msg["tool_calls"] = tool_calls
-            if row["tool_call_id"]:
-                msg["tool_call_id"] = row["tool_call_id"]
-            out.append(msg)
-            ids.append(int(row["id"]))
-        return out, ids
+        return _history(session_id, self._read(HISTORY_SQL, (session_id,)))
+
+    def session_and_history(self, session_id: str
+                            ) -> tuple[Optional[dict[str, Any]], list[dict[str, Any]], list[int]]:
+        """``get_session`` and ``get_active_history`` at once (None, [], [] for no such session):
+        what an agent reads to resume a session, in one round trip on PostgreSQL."""
+        def reads(c: Tx) -> tuple[Callable[[], list[Any]], Callable[[], list[Any]]]:
+            return (c.returning("SELECT * FROM sessions WHERE id = ?", (session_id,)),
+                    c.returning(HISTORY_SQL, (session_id,)))
+        session, history = self._b.read_with(reads, pipelined=True)
+        rows = session()
+        if not rows:
+            return None, [], []
+        return (dict(rows[0]), *_history(session_id, history()))
 
     def replace_active_messages(self, session_id: str, new_messages: list[dict[str, Any]],
                                 replaced_ids: Iterable[int], *,

@@ -278,8 +278,17 @@ class PostgresBackend:
     def read(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
         return self._run(lambda tx: tx.execute(sql, params).fetchall(), transaction=False)
 
-    def read_with(self, fn: Callable[[Tx], T]) -> T:
-        return self._run(fn, transaction=False)
+    def read_with(self, fn: Callable[[Tx], T], pipelined: bool = False) -> T:
+        """``fn``'s reads on one pooled connection; ``pipelined``: sent together, one round trip
+        (the rows are read after the pipeline's sync)."""
+        if not pipelined:
+            return self._run(fn, transaction=False)
+        return self._run(lambda tx: self._pipelined_reads(tx, fn), transaction=False)
+
+    @staticmethod
+    def _pipelined_reads(tx: PGTx, fn: Callable[[Tx], T]) -> T:
+        with tx.conn.pipeline():
+            return fn(tx)
 
     def close(self) -> None:
         with self._writer_guard:

@@ -52,7 +52,9 @@ class _Tx:
         return self.conn.executemany(sql, (clean_params(p) for p in seq))
 
     def returning(self, sql: str, params: Iterable[Any] = ()) -> Callable[[], list[Any]]:
-        rows = self.execute(sql, params).fetchall()  # SQLite commits only once they are read
+        cur = self.execute(sql, params)
+        cur.row_factory = sqlite3.Row  # by position and by name, as ``read`` gives them
+        rows = cur.fetchall()  # SQLite commits only once they are read
         return lambda: rows
 
     def __getattr__(self, name: str) -> Any:
@@ -192,7 +194,7 @@ class SQLiteBackend:
             done.set_exception(exc)
         return done
 
-    def read_with(self, fn: Callable[[Tx], T]) -> T:
+    def read_with(self, fn: Callable[[Tx], T], pipelined: bool = False) -> T:
         """``fn(conn)`` outside a write transaction (several reads on one connection)."""
         with self._lock:
             return fn(_Tx(self.conn))

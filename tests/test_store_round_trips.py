@@ -40,16 +40,24 @@ def test_updates_and_unbinds_report_whether_a_row_changed(store):
 
 
 def _logged(cluster, url: str, work) -> list[str]:
-    """The statements the server logged for ``url``'s database while ``work()`` ran."""
+    """The statements the server logged for ``url``'s database while ``work(db)`` ran on a
+    SessionDB opened after statement logging was switched on (a setting of the database, so
+    every connection of the pool has it)."""
     import psycopg
+
+    from hermes_state import SessionDB
 
     name = url.rsplit("/", 1)[1]
     cluster.admin(f"ALTER DATABASE {name} SET log_statement = 'all'")
     log = cluster.root / "log"
-    with psycopg.connect(url, autocommit=True) as marker:
-        marker.execute("SELECT 'round-trips-start'")
-        work()
-        marker.execute("SELECT 'round-trips-end'")
+    db = SessionDB(url=url)
+    try:
+        with psycopg.connect(url, autocommit=True) as marker:
+            marker.execute("SELECT 'round-trips-start'")
+            work(db)
+            marker.execute("SELECT 'round-trips-end'")
+    finally:
+        db.close()
     text = log.read_text(errors="replace")
     end = text.rindex("\n", 0, text.rindex("round-trips-end"))
     part = text[text.rindex("round-trips-start"):end]
@@ -59,16 +67,23 @@ def _logged(cluster, url: str, work) -> list[str]:
 
 def test_a_one_statement_write_sends_one_statement_on_postgresql(pg_cluster, pg_url):
     """No BEGIN or COMMIT of its own: the server's statement log shows one statement each."""
-    from hermes_state import SessionDB
+    def work(db) -> None:
+        sid = db.create_session("s1")
+        db.set_system_prompt(sid, "p")
+        db.bind_session_key("k", sid)
+        assert db.live_session_for_key("k") == sid
+    sent = _logged(pg_cluster, pg_url, work)
+    assert [q.split()[0].upper() for q in sent] == ["INSERT", "UPDATE", "INSERT", "SELECT"], sent
 
-    db = SessionDB(url=pg_url)
-    try:
-        def work() -> None:
-            sid = db.create_session("s1")
-            db.set_system_prompt(sid, "p")
-            db.bind_session_key("k", sid)
-            assert db.live_session_for_key("k") == sid
-        sent = _logged(pg_cluster, pg_url, work)
-        assert [q.split()[0].upper() for q in sent] == ["INSERT", "UPDATE", "INSERT", "SELECT"], sent
-    finally:
-        db.close()
+
+def test_a_session_and_its_live_history_are_read_together(store):
+    assert store.session_and_history("missing") == (None, [], [])
+    sid = store.create_session(system_prompt="You are terse.")
+    assert store.session_and_history(sid)[1:] == ([], [])
+    ids = store.append_messages(sid, [{"role": "user", "content": "hi"},
+                                      {"role": "assistant", "content": "hello"}])
+    store.deactivate_messages(sid, ids[1:])
+    row, messages, row_ids = store.session_and_history(sid)
+    assert row["system_prompt"] == "You are terse."
+    assert (messages, row_ids) == store.get_active_history(sid) == (
+        [{"role": "user", "content": "hi"}], ids[:1])
