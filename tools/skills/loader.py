@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional, Union
@@ -128,6 +129,31 @@ def _walk(root: str) -> Iterator[tuple[str, Optional[str], os.stat_result]]:
     yield from visit(root, ())
 
 
+RECENT_NS = 1_000_000_000  # a file changed this recently may change again within its mtime tick
+
+
+def stamp(home: Path, config: Any = None) -> Optional[tuple]:
+    """What ``load`` reads, cheaply: every root's skill folders with their SKILL.md (mtime,
+    size, inode), the starter-skills manifest's, and the config that filters them; equal stamps
+    mean an equal catalog. None when a file changed within ``RECENT_NS``: a second edit in the
+    same filesystem timestamp tick, at the same size, would look unchanged."""
+    section = _section(config)
+    limit = time.time_ns() - RECENT_NS
+    parts: list[Any] = [tuple(getattr(section, "disabled", None) or ()), sys.platform]
+    for root, writable in roots(home, config):
+        found = [(folder, category, st.st_mtime_ns, st.st_size, st.st_ino)
+                 for folder, category, st in _walk(str(root))]
+        try:
+            st = os.stat(root / BUNDLED_MANIFEST) if writable else None
+        except OSError:
+            st = None
+        manifest = (st.st_mtime_ns, st.st_size, st.st_ino) if st is not None else None
+        if any(row[2] > limit for row in found) or (manifest and manifest[0] > limit):
+            return None
+        parts.append((str(root), writable, manifest, tuple(found)))
+    return tuple(parts)
+
+
 # Parsed front matter per SKILL.md path, valid while (mtime, size) match. Kept in memory and in
 # skills/.cache.json, so a new process (`hermes -z`) does not parse a thousand YAML headers again.
 _Entry = tuple[tuple[int, int], Union[fmt.SkillMeta, str]]
@@ -195,8 +221,9 @@ def _meta(skill_md: str, st: os.stat_result) -> tuple[Union[fmt.SkillMeta, str],
         result = str(exc)
     except OSError as exc:
         return f"cannot read it ({exc.strerror})", False  # not cached: it may be readable next time
-    with _cache_lock:
-        _cache[skill_md] = (stamp, result)
+    if st.st_mtime_ns <= time.time_ns() - RECENT_NS:  # else a same-tick edit would look unchanged
+        with _cache_lock:
+            _cache[skill_md] = (stamp, result)
     return result, True
 
 
@@ -255,7 +282,7 @@ def load(home: Path, config: Any = None, *, platform: Optional[str] = None) -> C
             seen[name] = folder
             key = (skill_md, st.st_mtime_ns, st.st_size, category, root, writable, name in bundled)
             used.append(key)
-            skill = _skills.get(key)
+            skill = None if parsed else _skills.get(key)  # parsed now: the text may be new
             if skill is None:
                 skill = _skills[key] = Skill(name, meta.description, category, Path(folder), root,
                                              writable, bundled=name in bundled, meta=meta)
