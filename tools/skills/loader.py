@@ -7,6 +7,7 @@ folder never hides the others or stops the agent. Parsed front matter is cached 
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -161,6 +162,7 @@ _cache: dict[str, _Entry] = {}
 _cache_lock = threading.Lock()
 _disk_loaded: set[str] = set()
 _skills: dict[tuple, Skill] = {}  # built Skill objects, reused while nothing about them changed
+_recent: dict[str, bytes] = {}  # hash of the bytes parsed, for a SKILL.md changed very recently
 CACHE_FILE = ".cache.json"
 
 
@@ -168,6 +170,7 @@ def clear_cache() -> None:
     """Forget every parsed front matter, on disk too (benchmarks of the cold path)."""
     with _cache_lock:
         _cache.clear()
+        _recent.clear()
         _disk_loaded.clear()
         _skills.clear()
 
@@ -204,26 +207,38 @@ def _save_disk_cache(path: Path, paths: list[str]) -> None:
 
 
 def _meta(skill_md: str, st: os.stat_result) -> tuple[Union[fmt.SkillMeta, str], bool]:
-    """(front matter or the reason it cannot be used, parsed now)."""
+    """(front matter or the reason it cannot be used, parsed now). A SKILL.md changed within
+    ``RECENT_NS`` may change again without its stat showing it: its bytes are read and compared
+    (a hash) with what was parsed, a cheap read in place of a YAML parse per new agent."""
     stamp = (st.st_mtime_ns, st.st_size)
+    recent = st.st_mtime_ns > time.time_ns() - RECENT_NS
     with _cache_lock:
         hit = _cache.get(skill_md)
-    if hit is not None and hit[0] == stamp:
+        seen = _recent.get(skill_md)
+    if hit is not None and hit[0] == stamp and not recent:
         return hit[1], False
     result: Union[fmt.SkillMeta, str]
+    digest = None
     try:
         if st.st_size > fmt.MAX_SKILL_BYTES:
             raise fmt.SkillFormatError(f"SKILL.md is {fmt.human_size(st.st_size)}; the limit is "
                                        f"{fmt.human_size(fmt.MAX_SKILL_BYTES)} "
                                        "(move detail into references/)")
-        result = fmt.parse(read_text(Path(skill_md)))[0]
+        data = Path(skill_md).read_bytes()
+        digest = hashlib.blake2b(data, digest_size=16).digest()
+        if hit is not None and hit[0] == stamp and seen == digest:
+            return hit[1], False
+        result = fmt.parse(decode_text(data, Path(skill_md).name))[0]
     except fmt.SkillFormatError as exc:
         result = str(exc)
     except OSError as exc:
         return f"cannot read it ({exc.strerror})", False  # not cached: it may be readable next time
-    if st.st_mtime_ns <= time.time_ns() - RECENT_NS:  # else a same-tick edit would look unchanged
-        with _cache_lock:
-            _cache[skill_md] = (stamp, result)
+    with _cache_lock:
+        _cache[skill_md] = (stamp, result)
+        if recent and digest is not None:
+            _recent[skill_md] = digest
+        else:
+            _recent.pop(skill_md, None)
     return result, True
 
 
@@ -237,12 +252,16 @@ def read_meta(skill_md: Path) -> fmt.SkillMeta:
 
 def read_text(path: Path) -> str:
     """A skill file as text; SkillFormatError when it is not UTF-8."""
-    data = path.read_bytes()
+    return decode_text(path.read_bytes(), path.name)
+
+
+def decode_text(data: bytes, name: str) -> str:
+    """``data`` as UTF-8 text; SkillFormatError naming ``name`` and the line when it is not."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise fmt.SkillFormatError(f"{path.name} is not UTF-8 text (line {line})") from None
+        raise fmt.SkillFormatError(f"{name} is not UTF-8 text (line {line})") from None
 
 
 def load(home: Path, config: Any = None, *, platform: Optional[str] = None) -> Catalog:
