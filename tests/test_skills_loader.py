@@ -230,3 +230,38 @@ def test_an_edit_in_the_same_timestamp_tick_is_never_served_stale(hermes_home):
     os.utime(skill_md, ns=(t, t))  # the same tick: nothing in the stat tells the edit apart
     assert "- notes: bravo two." in index.prompt_part(hermes_home)
     assert loader.load(hermes_home).get("notes").description == "bravo two."
+
+
+def test_a_same_tick_edit_is_still_seen_once_the_tick_is_long_past(hermes_home):
+    """Read within the tick of its mtime, rewritten in that same tick with no read between, and
+    asked for again later: the stat alone would vouch for the old parse; the hash does not."""
+    import os
+    import time
+
+    skill_md = write_skill(hermes_home / "skills", "notes",
+                           "name: notes\ndescription: alpha one.") / "SKILL.md"
+    t = time.time_ns()
+    os.utime(skill_md, ns=(t, t))
+    assert loader.load(hermes_home).get("notes").description == "alpha one."
+    skill_md.write_text(skill_md.read_text().replace("alpha one", "bravo two"))
+    os.utime(skill_md, ns=(t, t))
+    time.sleep(loader.RECENT_NS / 1e9 + 0.1)  # the file's mtime is old now; its parse was not
+    assert loader.load(hermes_home).get("notes").description == "bravo two."
+    assert "- notes: bravo two." in index.prompt_part(hermes_home)
+
+
+def test_a_new_process_rereads_what_the_disk_cache_parsed_within_the_tick(hermes_home):
+    import os
+    import time
+
+    skill_md = write_skill(hermes_home / "skills", "notes",
+                           "name: notes\ndescription: alpha one.") / "SKILL.md"
+    t = time.time_ns()
+    os.utime(skill_md, ns=(t, t))
+    assert loader.load(hermes_home).get("notes").description == "alpha one."
+    assert (hermes_home / "skills" / loader.CACHE_FILE).exists()  # what a new process reads
+    skill_md.write_text(skill_md.read_text().replace("alpha one", "bravo two"))
+    os.utime(skill_md, ns=(t, t))
+    loader.clear_cache()  # this process forgets; the file on disk stays
+    time.sleep(loader.RECENT_NS / 1e9 + 0.1)
+    assert loader.load(hermes_home).get("notes").description == "bravo two."

@@ -162,7 +162,7 @@ _cache: dict[str, _Entry] = {}
 _cache_lock = threading.Lock()
 _disk_loaded: set[str] = set()
 _skills: dict[tuple, Skill] = {}  # built Skill objects, reused while nothing about them changed
-_recent: dict[str, bytes] = {}  # hash of the bytes parsed, for a SKILL.md changed very recently
+_racy: dict[str, bytes] = {}  # hash of the bytes parsed within RECENT_NS of the file's mtime
 CACHE_FILE = ".cache.json"
 
 
@@ -170,7 +170,7 @@ def clear_cache() -> None:
     """Forget every parsed front matter, on disk too (benchmarks of the cold path)."""
     with _cache_lock:
         _cache.clear()
-        _recent.clear()
+        _racy.clear()
         _disk_loaded.clear()
         _skills.clear()
 
@@ -181,6 +181,7 @@ def _load_disk_cache(path: Path) -> None:
         return
     _disk_loaded.add(key)
     try:
+        saved = os.stat(path).st_mtime_ns - RECENT_NS  # written just after its parses
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return
@@ -188,7 +189,10 @@ def _load_disk_cache(path: Path) -> None:
         try:
             (mtime, size, raw, error) = row
             entry = error if isinstance(error, str) else fmt.meta_from_raw(raw)
-            _cache.setdefault(skill_md, ((int(mtime), int(size)), entry))
+            if skill_md not in _cache:
+                _cache[skill_md] = ((int(mtime), int(size)), entry)
+                if int(mtime) > saved:  # parsed within the tick: read it again once
+                    _racy[skill_md] = b""
         except (TypeError, ValueError, AttributeError):
             continue
 
@@ -207,26 +211,30 @@ def _save_disk_cache(path: Path, paths: list[str]) -> None:
 
 
 def _meta(skill_md: str, st: os.stat_result) -> tuple[Union[fmt.SkillMeta, str], bool]:
-    """(front matter or the reason it cannot be used, parsed now). A SKILL.md changed within
-    ``RECENT_NS`` may change again without its stat showing it: its bytes are read and compared
-    (a hash) with what was parsed, a cheap read in place of a YAML parse per new agent."""
+    """(front matter or the reason it cannot be used, parsed now). One read within
+    ``RECENT_NS`` of the file's mtime may miss a second same-size write in that timestamp tick:
+    such an entry is checked by a hash of the bytes (a cheap read, not a YAML parse) until a
+    read after the tick confirms it; the others by (mtime, size)."""
     stamp = (st.st_mtime_ns, st.st_size)
-    recent = st.st_mtime_ns > time.time_ns() - RECENT_NS
+    recent = st.st_mtime_ns > time.time_ns() - RECENT_NS  # taken before the read below
     with _cache_lock:
         hit = _cache.get(skill_md)
-        seen = _recent.get(skill_md)
-    if hit is not None and hit[0] == stamp and not recent:
+        racy = _racy.get(skill_md)
+    if hit is not None and hit[0] == stamp and racy is None:
         return hit[1], False
     result: Union[fmt.SkillMeta, str]
     digest = None
     try:
-        if st.st_size > fmt.MAX_SKILL_BYTES:
+        if st.st_size > fmt.MAX_SKILL_BYTES:  # depends on the size alone: never racy
             raise fmt.SkillFormatError(f"SKILL.md is {fmt.human_size(st.st_size)}; the limit is "
                                        f"{fmt.human_size(fmt.MAX_SKILL_BYTES)} "
                                        "(move detail into references/)")
         data = Path(skill_md).read_bytes()
         digest = hashlib.blake2b(data, digest_size=16).digest()
-        if hit is not None and hit[0] == stamp and seen == digest:
+        if hit is not None and hit[0] == stamp and racy == digest:
+            if not recent:
+                with _cache_lock:
+                    _racy.pop(skill_md, None)  # read after the tick: the stat suffices now
             return hit[1], False
         result = fmt.parse(decode_text(data, Path(skill_md).name))[0]
     except fmt.SkillFormatError as exc:
@@ -236,9 +244,9 @@ def _meta(skill_md: str, st: os.stat_result) -> tuple[Union[fmt.SkillMeta, str],
     with _cache_lock:
         _cache[skill_md] = (stamp, result)
         if recent and digest is not None:
-            _recent[skill_md] = digest
+            _racy[skill_md] = digest
         else:
-            _recent.pop(skill_md, None)
+            _racy.pop(skill_md, None)
     return result, True
 
 
