@@ -322,7 +322,6 @@ def load_config(path: Optional[Path] = None) -> HermesConfig:
     return parse_config(read_raw_config(p), str(p))
 
 
-RECENT_NS = 1_000_000_000  # a file changed this recently may change again within its mtime tick
 _SHARED: dict[str, tuple[Optional[tuple[int, int, int]], HermesConfig]] = {}
 
 
@@ -330,7 +329,10 @@ def shared_config() -> HermesConfig:
     """``load_config()``, one object shared while config.yaml's (mtime, size, inode) stay the
     same: tool availability checks read it for every new agent (a gateway makes one per
     session), ~0.2 ms of YAML and validation each. Read-only. Edits are seen at the next call:
-    the file is stat'ed every time, and one changed within ``RECENT_NS`` is read every time."""
+    the file is stat'ed every time, and one read too soon after a change is read every time
+    (``hermes_core.files.settled``)."""
+    from hermes_core.files import settled
+
     p = config_path()
     try:
         st = os.stat(p)
@@ -340,8 +342,9 @@ def shared_config() -> HermesConfig:
     hit = _SHARED.get(str(p))
     if hit is not None and hit[0] == stamp:
         return hit[1]
+    before = time.time_ns()
     cfg = load_config(p)  # read after the stat: a later edit changes the stamp, never hides
-    if stamp is None or stamp[0] <= time.time_ns() - RECENT_NS:
+    if stamp is None or settled(stamp[0], before):
         if len(_SHARED) > 16:
             _SHARED.clear()
         _SHARED[str(p)] = (stamp, cfg)

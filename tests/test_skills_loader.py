@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from hermes_core.config import HermesConfig
+from hermes_core.files import SETTLE_NS
 from tools.skills import bundled, index, loader
 
 
@@ -245,7 +246,7 @@ def test_a_same_tick_edit_is_still_seen_once_the_tick_is_long_past(hermes_home):
     assert loader.load(hermes_home).get("notes").description == "alpha one."
     skill_md.write_text(skill_md.read_text().replace("alpha one", "bravo two"))
     os.utime(skill_md, ns=(t, t))
-    time.sleep(loader.RECENT_NS / 1e9 + 0.1)  # the file's mtime is old now; its parse was not
+    time.sleep(SETTLE_NS / 1e9 + 0.1)  # the file's mtime is old now; its parse was not
     assert loader.load(hermes_home).get("notes").description == "bravo two."
     assert "- notes: bravo two." in index.prompt_part(hermes_home)
 
@@ -263,5 +264,5 @@ def test_a_new_process_rereads_what_the_disk_cache_parsed_within_the_tick(hermes
     skill_md.write_text(skill_md.read_text().replace("alpha one", "bravo two"))
     os.utime(skill_md, ns=(t, t))
     loader.clear_cache()  # this process forgets; the file on disk stays
-    time.sleep(loader.RECENT_NS / 1e9 + 0.1)
+    time.sleep(SETTLE_NS / 1e9 + 0.1)
     assert loader.load(hermes_home).get("notes").description == "bravo two."

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional, Union
 
+from hermes_core.files import settled
 from tools.skills import format as fmt
 
 BUNDLED_MANIFEST = ".bundled.json"
@@ -130,16 +131,13 @@ def _walk(root: str) -> Iterator[tuple[str, Optional[str], os.stat_result]]:
     yield from visit(root, ())
 
 
-RECENT_NS = 1_000_000_000  # a file changed this recently may change again within its mtime tick
-
-
 def stamp(home: Path, config: Any = None) -> Optional[tuple]:
     """What ``load`` reads, cheaply: every root's skill folders with their SKILL.md (mtime,
     size, inode), the starter-skills manifest's, and the config that filters them; equal stamps
-    mean an equal catalog. None when a file changed within ``RECENT_NS``: a second edit in the
-    same filesystem timestamp tick, at the same size, would look unchanged."""
+    mean an equal catalog. None when a file is not ``settled`` yet: a second edit in the same
+    filesystem timestamp tick, at the same size, would look unchanged."""
     section = _section(config)
-    limit = time.time_ns() - RECENT_NS
+    now = time.time_ns()
     parts: list[Any] = [tuple(getattr(section, "disabled", None) or ()), sys.platform]
     for root, writable in roots(home, config):
         found = [(folder, category, st.st_mtime_ns, st.st_size, st.st_ino)
@@ -149,7 +147,8 @@ def stamp(home: Path, config: Any = None) -> Optional[tuple]:
         except OSError:
             st = None
         manifest = (st.st_mtime_ns, st.st_size, st.st_ino) if st is not None else None
-        if any(row[2] > limit for row in found) or (manifest and manifest[0] > limit):
+        if not all(settled(row[2], now) for row in found) or (
+                manifest and not settled(manifest[0], now)):
             return None
         parts.append((str(root), writable, manifest, tuple(found)))
     return tuple(parts)
@@ -162,7 +161,7 @@ _cache: dict[str, _Entry] = {}
 _cache_lock = threading.Lock()
 _disk_loaded: set[str] = set()
 _skills: dict[tuple, Skill] = {}  # built Skill objects, reused while nothing about them changed
-_racy: dict[str, bytes] = {}  # hash of the bytes parsed within RECENT_NS of the file's mtime
+_racy: dict[str, bytes] = {}  # hash of the bytes of a parse not yet ``settled``
 CACHE_FILE = ".cache.json"
 
 
@@ -181,7 +180,7 @@ def _load_disk_cache(path: Path) -> None:
         return
     _disk_loaded.add(key)
     try:
-        saved = os.stat(path).st_mtime_ns - RECENT_NS  # written just after its parses
+        saved = os.stat(path).st_mtime_ns  # written just after its parses
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return
@@ -191,7 +190,7 @@ def _load_disk_cache(path: Path) -> None:
             entry = error if isinstance(error, str) else fmt.meta_from_raw(raw)
             if skill_md not in _cache:
                 _cache[skill_md] = ((int(mtime), int(size)), entry)
-                if int(mtime) > saved:  # parsed within the tick: read it again once
+                if not settled(int(mtime), saved):  # parsed within the tick: read it again
                     _racy[skill_md] = b""
         except (TypeError, ValueError, AttributeError):
             continue
@@ -211,12 +210,12 @@ def _save_disk_cache(path: Path, paths: list[str]) -> None:
 
 
 def _meta(skill_md: str, st: os.stat_result) -> tuple[Union[fmt.SkillMeta, str], bool]:
-    """(front matter or the reason it cannot be used, parsed now). One read within
-    ``RECENT_NS`` of the file's mtime may miss a second same-size write in that timestamp tick:
+    """(front matter or the reason it cannot be used, parsed now). A read not ``settled``
+    (too soon after the file's mtime) may miss a second same-size write in that timestamp tick:
     such an entry is checked by a hash of the bytes (a cheap read, not a YAML parse) until a
     read after the tick confirms it; the others by (mtime, size)."""
     stamp = (st.st_mtime_ns, st.st_size)
-    recent = st.st_mtime_ns > time.time_ns() - RECENT_NS  # taken before the read below
+    recent = not settled(st.st_mtime_ns, time.time_ns())  # the clock before the read below
     with _cache_lock:
         hit = _cache.get(skill_md)
         racy = _racy.get(skill_md)
