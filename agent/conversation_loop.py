@@ -69,12 +69,15 @@ def api_messages_for(state: TurnState, cut: bool = True) -> list[dict]:
     return view
 
 
-def request_pressure(agent: TurnHost, state: TurnState, api_messages: list[dict]) -> int:
+def request_pressure(agent: TurnHost, state: TurnState,
+                     api_messages: Optional[list[dict]] = None) -> int:
     """Tokens the next request will carry: a real reading plus what was added since, else the
-    estimate."""
+    estimate (of ``api_messages``, the full-size view built only when needed)."""
     baseline = agent.usage_baseline
     if baseline is not None and baseline[1] <= len(state.messages):
         return baseline[0] + estimate_messages_tokens_rough(state.messages[baseline[1]:])
+    if api_messages is None:
+        api_messages = api_messages_for(state, cut=False)
     return estimate_messages_tokens_rough(api_messages) + estimate_tools_tokens(agent.tools)
 
 
@@ -91,8 +94,7 @@ def pressure_gate(agent: TurnHost, state: TurnState,
         return
     if not state.attempts_left or state.compression_blocked:
         return
-    pressure = request_pressure(agent, state, api_messages if api_messages is not None
-                                else api_messages_for(state, cut=False))
+    pressure = request_pressure(agent, state, api_messages)
     if not comp.should_compress(pressure):
         return
     if comp.get_active_compression_failure_cooldown() and pressure <= _window(comp):
@@ -249,7 +251,7 @@ def run_loop(agent: TurnHost, state: TurnState) -> dict:
             if stopped is not None:
                 return stopped
             iterations += 1
-            pressure_gate(agent, state, api_messages_for(state, cut=False))
+            pressure_gate(agent, state)  # the full-size view only when no reading covers it
             outcome = call_model(agent, state, api_messages_for(state))
             if isinstance(outcome, dict):
                 return outcome

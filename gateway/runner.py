@@ -388,7 +388,8 @@ class GatewayRunner(ChatEvents, SessionHolding):
         """Keep at most ``max_cached_agents`` live agents; the least recently used idle ones go."""
         if len(self._key_sid) > 4 * (len(self._states) + 256):
             self._key_sid = {k: sid for k, sid in self._key_sid.items() if sid in self._states}
-        live = [s for s in self._states.values() if s.agent is not None]
+        live = ([] if len(self._states) <= self.max_cached_agents
+                else [s for s in self._states.values() if s.agent is not None])
         if len(live) <= self.max_cached_agents:
             return
         idle = sorted((s for s in live

@@ -6,6 +6,7 @@ by the caller (``resolve_provider(..., base_url=flag)``); everything else is res
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any, Literal, Optional
 
@@ -21,9 +22,19 @@ class ConfigError(Exception):
     """config.yaml cannot be used; the message names the file and the fix."""
 
 
+_HOME: tuple[Optional[str], Optional[str], Optional[Path]] = (None, None, None)
+
+
 def hermes_home() -> Path:
-    """Where everything lives; read at call time so tests can point HERMES_HOME elsewhere."""
-    return Path(os.environ.get("HERMES_HOME") or Path.home() / ".hermes").expanduser()
+    """Where everything lives; read at call time so tests can point HERMES_HOME elsewhere.
+    The Path is reused while HERMES_HOME and HOME read the same (a new agent asks ~8 times)."""
+    global _HOME
+    raw, home = os.environ.get("HERMES_HOME"), os.environ.get("HOME")
+    if _HOME[2] is not None and _HOME[0] == raw and _HOME[1] == home:
+        return _HOME[2]
+    path = Path(raw or Path.home() / ".hermes").expanduser()
+    _HOME = (raw, home, path)
+    return path
 
 
 def config_path() -> Path:
@@ -309,3 +320,32 @@ def load_config(path: Optional[Path] = None) -> HermesConfig:
     """Validated config; raises ConfigError with one clear line when the file is junk."""
     p = path or config_path()
     return parse_config(read_raw_config(p), str(p))
+
+
+_SHARED: dict[str, tuple[Optional[tuple[int, int, int]], HermesConfig]] = {}
+
+
+def shared_config() -> HermesConfig:
+    """``load_config()``, one object shared while config.yaml's (mtime, size, inode) stay the
+    same: tool availability checks read it for every new agent (a gateway makes one per
+    session), ~0.2 ms of YAML and validation each. Read-only. Edits are seen at the next call:
+    the file is stat'ed every time, and one read too soon after a change is read every time
+    (``hermes_core.files.settled``)."""
+    from hermes_core.files import settled
+
+    p = config_path()
+    try:
+        st = os.stat(p)
+        stamp: Optional[tuple[int, int, int]] = (st.st_mtime_ns, st.st_size, st.st_ino)
+    except OSError:
+        stamp = None  # no file (or none readable): load_config says which
+    hit = _SHARED.get(str(p))
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    before = time.time_ns()
+    cfg = load_config(p)  # read after the stat: a later edit changes the stamp, never hides
+    if stamp is None or settled(stamp[0], before):
+        if len(_SHARED) > 16:
+            _SHARED.clear()
+        _SHARED[str(p)] = (stamp, cfg)
+    return cfg

@@ -50,3 +50,16 @@ def _sync_folder(folder: Path) -> None:
         pass  # some filesystems do not sync folders; the rename itself is still atomic
     finally:
         os.close(fd)
+
+
+# A file's mtime comes from a clock tick (a few ms on Linux, up to 2 s on FAT): two writes in one
+# tick at the same size leave the same (mtime, size, inode). Caches keyed on a stat hold only
+# what was read at least this long after the file's mtime, when no such second write can follow.
+SETTLE_NS = 1_000_000_000
+
+
+def settled(mtime_ns: int, read_started_ns: int) -> bool:
+    """Whether a read begun at ``read_started_ns`` (``time.time_ns()``) of a file with this mtime
+    may be trusted later by its stat alone."""
+    return mtime_ns <= read_started_ns - SETTLE_NS
+

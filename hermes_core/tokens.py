@@ -47,7 +47,13 @@ def _content_tokens(content: Any) -> int:
 
 
 def estimate_message_tokens(msg: dict) -> int:
-    total = PER_MESSAGE_OVERHEAD + _content_tokens(msg.get("content"))
+    """Tokens of one message; plain ASCII text, most of every history, without a call more:
+    each request estimates every message of the history."""
+    content = msg.get("content")
+    if type(content) is str and len(content) < 20000 and content.isascii():
+        total = PER_MESSAGE_OVERHEAD + (len(content) + 3) // 4  # as estimate_text_tokens
+    else:
+        total = PER_MESSAGE_OVERHEAD + _content_tokens(content)
     calls = msg.get("tool_calls")
     if calls:
         for call in calls:
@@ -81,7 +87,11 @@ def schema_tokens(definitions: Optional[list]) -> int:
 
     A little above what the wire carries (compact JSON), so a budget met here is met on the wire.
     """
-    return sum(_schema_chars(d) for d in definitions or ()) // 4
+    total = 0
+    for d in definitions or ():  # every request measures the same definitions: the hit inline
+        hit = _SCHEMA_CHARS.get(id(d))
+        total += hit[1] if hit is not None and hit[0] is d else _schema_chars(d)
+    return total // 4
 
 
 _SCHEMA_CHARS: dict[int, tuple[Any, int]] = {}  # id -> (the definition, its JSON length)

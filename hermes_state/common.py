@@ -43,6 +43,12 @@ NUL_REPLACEMENT = "\ufffd"
 
 def clean_params(params: Iterable[Any]) -> tuple[Any, ...]:
     """``params`` with NUL bytes in strings replaced (``NUL_REPLACEMENT``); the rest as given."""
+    params = tuple(params)
+    for p in params:  # the usual case, nothing to clean, costs one plain loop
+        if isinstance(p, str) and "\x00" in p:
+            break
+    else:
+        return params
     return tuple(p.replace("\x00", NUL_REPLACEMENT) if isinstance(p, str) and "\x00" in p else p
                  for p in params)
 

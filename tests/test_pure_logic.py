@@ -92,6 +92,10 @@ def test_token_estimates():
     img = [{"role": "user", "content": [{"type": "text", "text": "a" * 40},
                                          {"type": "image_url", "image_url": {"url": "data:..."}}]}]
     assert estimate_messages_tokens_rough(img) == 4 + 10 + IMAGE_TOKENS
+    for text in ("", "a", "abcde", "x" * 19_999, "x" * 20_000, "café", "你好" * 9_000):
+        # a message of plain text is its text's estimate plus the per-message overhead
+        assert estimate_messages_tokens_rough([{"role": "user", "content": text}]) == \
+            4 + estimate_text_tokens(text)
     call = [{"role": "assistant", "content": None,
              "tool_calls": [{"id": "c", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]}]
     assert estimate_messages_tokens_rough(call) > 4

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from hermes_core.config import HermesConfig
+from hermes_core.files import SETTLE_NS
 from tools.skills import bundled, index, loader
 
 
@@ -174,3 +175,94 @@ def test_anchors_and_aliases_are_refused_and_fields_type_checked(hermes_home):
     assert "description must be text" in reasons["desc-list"] and "name must be text" in reasons["name-map"]
     assert len(json.dumps([p.reason for p in cat.problems])) < 2000
     assert "bomb" not in index.prompt_part(hermes_home, None)
+
+
+def _age(root: Path, seconds: float) -> None:
+    """Every file and folder under ``root`` last changed ``seconds`` ago (past the loader's
+    recent-change window, so its caches may keep what they read)."""
+    import os
+    import time
+
+    t = time.time_ns() - int(seconds * 1e9)
+    for p in [root, *root.rglob("*")]:
+        os.utime(p, ns=(t, t))
+
+
+def test_the_index_follows_skills_added_edited_and_removed_between_agents(hermes_home):
+    root = hermes_home / "skills"
+    bundled.ensure_installed(hermes_home)
+    write_skill(root, "ops/backup", "name: backup\ndescription: Nightly backup routine.")
+    _age(root, 60)
+    first = index.prompt_part(hermes_home)
+    assert "- backup: Nightly backup routine." in first
+    assert index.prompt_part(hermes_home) == first  # unchanged tree, same text
+    write_skill(root, "ops/restore", "name: restore\ndescription: Bring a backup back.")
+    _age(root / "ops" / "restore", 50)  # even an added skill dated in the past is found
+    assert "- restore: Bring a backup back." in index.prompt_part(hermes_home)
+    (root / "ops" / "backup" / "SKILL.md").write_text(  # edited in place, a later mtime
+        "---\nname: backup\ndescription: Hourly backup routine.\n---\nSteps.\n")
+    _age(root / "ops" / "backup", 40)
+    text = index.prompt_part(hermes_home)
+    assert "Hourly backup routine." in text and "Nightly" not in text
+    import shutil
+
+    shutil.rmtree(root / "ops" / "restore")
+    _age(root, 30)
+    assert "restore" not in index.prompt_part(hermes_home)
+    assert "- backup:" not in index.prompt_part(hermes_home, cfg(disabled=["backup"]))
+    assert "skills_list shows their descriptions" in index.prompt_part(
+        hermes_home, cfg(index_budget=60))  # the budget is part of what is cached
+
+
+def test_an_edit_in_the_same_timestamp_tick_is_never_served_stale(hermes_home):
+    """A rewrite of the same size within one filesystem timestamp tick leaves (mtime, size,
+    inode) as they were: a SKILL.md changed that recently is read again, not taken from a cache
+    (the front-matter cache served the old description here before)."""
+    import os
+    import time
+
+    skill_md = write_skill(hermes_home / "skills", "notes",
+                           "name: notes\ndescription: alpha one.") / "SKILL.md"
+    t = time.time_ns()
+    os.utime(skill_md, ns=(t, t))
+    assert "- notes: alpha one." in index.prompt_part(hermes_home)
+    assert loader.load(hermes_home).get("notes").description == "alpha one."
+    skill_md.write_text(skill_md.read_text().replace("alpha one", "bravo two"))
+    os.utime(skill_md, ns=(t, t))  # the same tick: nothing in the stat tells the edit apart
+    assert "- notes: bravo two." in index.prompt_part(hermes_home)
+    assert loader.load(hermes_home).get("notes").description == "bravo two."
+
+
+def test_a_same_tick_edit_is_still_seen_once_the_tick_is_long_past(hermes_home):
+    """Read within the tick of its mtime, rewritten in that same tick with no read between, and
+    asked for again later: the stat alone would vouch for the old parse; the hash does not."""
+    import os
+    import time
+
+    skill_md = write_skill(hermes_home / "skills", "notes",
+                           "name: notes\ndescription: alpha one.") / "SKILL.md"
+    t = time.time_ns()
+    os.utime(skill_md, ns=(t, t))
+    assert loader.load(hermes_home).get("notes").description == "alpha one."
+    skill_md.write_text(skill_md.read_text().replace("alpha one", "bravo two"))
+    os.utime(skill_md, ns=(t, t))
+    time.sleep(SETTLE_NS / 1e9 + 0.1)  # the file's mtime is old now; its parse was not
+    assert loader.load(hermes_home).get("notes").description == "bravo two."
+    assert "- notes: bravo two." in index.prompt_part(hermes_home)
+
+
+def test_a_new_process_rereads_what_the_disk_cache_parsed_within_the_tick(hermes_home):
+    import os
+    import time
+
+    skill_md = write_skill(hermes_home / "skills", "notes",
+                           "name: notes\ndescription: alpha one.") / "SKILL.md"
+    t = time.time_ns()
+    os.utime(skill_md, ns=(t, t))
+    assert loader.load(hermes_home).get("notes").description == "alpha one."
+    assert (hermes_home / "skills" / loader.CACHE_FILE).exists()  # what a new process reads
+    skill_md.write_text(skill_md.read_text().replace("alpha one", "bravo two"))
+    os.utime(skill_md, ns=(t, t))
+    loader.clear_cache()  # this process forgets; the file on disk stays
+    time.sleep(SETTLE_NS / 1e9 + 0.1)
+    assert loader.load(hermes_home).get("notes").description == "bravo two."

@@ -242,9 +242,9 @@ def check() -> Optional[str]:
         import playwright  # noqa: F401
     except ImportError:
         return "the playwright package is not installed (pip install playwright)"
-    from hermes_core.config import load_config
+    from hermes_core.config import shared_config
 
-    bcfg = load_config().browser
+    bcfg = shared_config().browser
     if bcfg.cdp_url or find_chromium(bcfg.executable_path):
         return None
     return f"no Chromium found: {INSTALL_HINT}"

@@ -42,6 +42,7 @@ def shipped() -> dict[str, tuple[str, str]]:
     return out
 
 
+@lru_cache(maxsize=1)
 def bundle_version() -> str:
     return hashlib.sha256(json.dumps(shipped(), sort_keys=True).encode()).hexdigest()[:16]
 

@@ -79,10 +79,27 @@ def _names_only(groups: list[tuple[str, list[tuple[str, str]]]], budget: int) ->
     return "\n".join(out)
 
 
+# loader.stamp (+ budget) -> the rendered index: a gateway's every new session builds a prompt,
+# and an unchanged skills tree needs only the walk's stats, not the manifest and catalog again.
+_INDEX: dict[tuple, str] = {}
+_INDEX_MAX = 64
+
+
 def prompt_part(home: Path, config: Any = None) -> str:
     """The index of the skills this agent can use (the starter skills installed on first use)."""
-    from tools.skills import bundled
+    from tools.skills import bundled, loader
 
-    catalog = bundled.catalog(home, config)
     budget = getattr(getattr(config, "skills", None), "index_budget", DEFAULT_BUDGET)
-    return render([(s.category, s.name, s.description) for s in catalog.skills], budget)
+    stamp = loader.stamp(home, config)  # taken before the read: a later edit changes it
+    key = None if stamp is None else (stamp, budget)
+    hit = _INDEX.get(key) if key is not None else None
+    if hit is not None:
+        return hit
+    installed = bundled.ensure_installed(home)
+    catalog = loader.load(home, config)
+    text = render([(s.category, s.name, s.description) for s in catalog.skills], budget)
+    if key is not None and not installed:
+        if len(_INDEX) >= _INDEX_MAX:
+            _INDEX.clear()
+        _INDEX[key] = text
+    return text

@@ -7,14 +7,17 @@ folder never hides the others or stops the agent. Parsed front matter is cached 
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional, Union
 
+from hermes_core.files import settled
 from tools.skills import format as fmt
 
 BUNDLED_MANIFEST = ".bundled.json"
@@ -128,6 +131,29 @@ def _walk(root: str) -> Iterator[tuple[str, Optional[str], os.stat_result]]:
     yield from visit(root, ())
 
 
+def stamp(home: Path, config: Any = None) -> Optional[tuple]:
+    """What ``load`` reads, cheaply: every root's skill folders with their SKILL.md (mtime,
+    size, inode), the starter-skills manifest's, and the config that filters them; equal stamps
+    mean an equal catalog. None when a file is not ``settled`` yet: a second edit in the same
+    filesystem timestamp tick, at the same size, would look unchanged."""
+    section = _section(config)
+    now = time.time_ns()
+    parts: list[Any] = [tuple(getattr(section, "disabled", None) or ()), sys.platform]
+    for root, writable in roots(home, config):
+        found = [(folder, category, st.st_mtime_ns, st.st_size, st.st_ino)
+                 for folder, category, st in _walk(str(root))]
+        try:
+            st = os.stat(root / BUNDLED_MANIFEST) if writable else None
+        except OSError:
+            st = None
+        manifest = (st.st_mtime_ns, st.st_size, st.st_ino) if st is not None else None
+        if not all(settled(row[2], now) for row in found) or (
+                manifest and not settled(manifest[0], now)):
+            return None
+        parts.append((str(root), writable, manifest, tuple(found)))
+    return tuple(parts)
+
+
 # Parsed front matter per SKILL.md path, valid while (mtime, size) match. Kept in memory and in
 # skills/.cache.json, so a new process (`hermes -z`) does not parse a thousand YAML headers again.
 _Entry = tuple[tuple[int, int], Union[fmt.SkillMeta, str]]
@@ -135,6 +161,7 @@ _cache: dict[str, _Entry] = {}
 _cache_lock = threading.Lock()
 _disk_loaded: set[str] = set()
 _skills: dict[tuple, Skill] = {}  # built Skill objects, reused while nothing about them changed
+_racy: dict[str, bytes] = {}  # hash of the bytes of a parse not yet ``settled``
 CACHE_FILE = ".cache.json"
 
 
@@ -142,6 +169,7 @@ def clear_cache() -> None:
     """Forget every parsed front matter, on disk too (benchmarks of the cold path)."""
     with _cache_lock:
         _cache.clear()
+        _racy.clear()
         _disk_loaded.clear()
         _skills.clear()
 
@@ -152,6 +180,7 @@ def _load_disk_cache(path: Path) -> None:
         return
     _disk_loaded.add(key)
     try:
+        saved = os.stat(path).st_mtime_ns  # written just after its parses
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return
@@ -159,7 +188,10 @@ def _load_disk_cache(path: Path) -> None:
         try:
             (mtime, size, raw, error) = row
             entry = error if isinstance(error, str) else fmt.meta_from_raw(raw)
-            _cache.setdefault(skill_md, ((int(mtime), int(size)), entry))
+            if skill_md not in _cache:
+                _cache[skill_md] = ((int(mtime), int(size)), entry)
+                if not settled(int(mtime), saved):  # parsed within the tick: read it again
+                    _racy[skill_md] = b""
         except (TypeError, ValueError, AttributeError):
             continue
 
@@ -178,25 +210,42 @@ def _save_disk_cache(path: Path, paths: list[str]) -> None:
 
 
 def _meta(skill_md: str, st: os.stat_result) -> tuple[Union[fmt.SkillMeta, str], bool]:
-    """(front matter or the reason it cannot be used, parsed now)."""
+    """(front matter or the reason it cannot be used, parsed now). A read not ``settled``
+    (too soon after the file's mtime) may miss a second same-size write in that timestamp tick:
+    such an entry is checked by a hash of the bytes (a cheap read, not a YAML parse) until a
+    read after the tick confirms it; the others by (mtime, size)."""
     stamp = (st.st_mtime_ns, st.st_size)
+    recent = not settled(st.st_mtime_ns, time.time_ns())  # the clock before the read below
     with _cache_lock:
         hit = _cache.get(skill_md)
-    if hit is not None and hit[0] == stamp:
+        racy = _racy.get(skill_md)
+    if hit is not None and hit[0] == stamp and racy is None:
         return hit[1], False
     result: Union[fmt.SkillMeta, str]
+    digest = None
     try:
-        if st.st_size > fmt.MAX_SKILL_BYTES:
+        if st.st_size > fmt.MAX_SKILL_BYTES:  # depends on the size alone: never racy
             raise fmt.SkillFormatError(f"SKILL.md is {fmt.human_size(st.st_size)}; the limit is "
                                        f"{fmt.human_size(fmt.MAX_SKILL_BYTES)} "
                                        "(move detail into references/)")
-        result = fmt.parse(read_text(Path(skill_md)))[0]
+        data = Path(skill_md).read_bytes()
+        digest = hashlib.blake2b(data, digest_size=16).digest()
+        if hit is not None and hit[0] == stamp and racy == digest:
+            if not recent:
+                with _cache_lock:
+                    _racy.pop(skill_md, None)  # read after the tick: the stat suffices now
+            return hit[1], False
+        result = fmt.parse(decode_text(data, Path(skill_md).name))[0]
     except fmt.SkillFormatError as exc:
         result = str(exc)
     except OSError as exc:
         return f"cannot read it ({exc.strerror})", False  # not cached: it may be readable next time
     with _cache_lock:
         _cache[skill_md] = (stamp, result)
+        if recent and digest is not None:
+            _racy[skill_md] = digest
+        else:
+            _racy.pop(skill_md, None)
     return result, True
 
 
@@ -210,12 +259,16 @@ def read_meta(skill_md: Path) -> fmt.SkillMeta:
 
 def read_text(path: Path) -> str:
     """A skill file as text; SkillFormatError when it is not UTF-8."""
-    data = path.read_bytes()
+    return decode_text(path.read_bytes(), path.name)
+
+
+def decode_text(data: bytes, name: str) -> str:
+    """``data`` as UTF-8 text; SkillFormatError naming ``name`` and the line when it is not."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise fmt.SkillFormatError(f"{path.name} is not UTF-8 text (line {line})") from None
+        raise fmt.SkillFormatError(f"{name} is not UTF-8 text (line {line})") from None
 
 
 def load(home: Path, config: Any = None, *, platform: Optional[str] = None) -> Catalog:
@@ -255,7 +308,7 @@ def load(home: Path, config: Any = None, *, platform: Optional[str] = None) -> C
             seen[name] = folder
             key = (skill_md, st.st_mtime_ns, st.st_size, category, root, writable, name in bundled)
             used.append(key)
-            skill = _skills.get(key)
+            skill = None if parsed else _skills.get(key)  # parsed now: the text may be new
             if skill is None:
                 skill = _skills[key] = Skill(name, meta.description, category, Path(folder), root,
                                              writable, bundled=name in bundled, meta=meta)

@@ -91,8 +91,10 @@ def _web_config(ctx: Optional[ToolContext]) -> Any:
 
 def check() -> Optional[str]:
     """Why web_search is not offered here (None: a backend is usable)."""
+    from hermes_core.config import shared_config
+
     try:
-        open_backend(_web_config(None))
+        open_backend(shared_config().web)
     except BackendUnavailable as exc:
         return str(exc)
     return None
