@@ -1,0 +1,52 @@
+"""How a streamed chat completion reaches the client's socket: what is written together arrives
+together (read off a raw socket, so aiohttp's and the SDK's buffering hide nothing)."""
+from __future__ import annotations
+
+import json
+import socket
+
+from tests.fake_provider import text
+from tests.gateway.conftest import API_KEY
+from tests.gateway.sse import parse_sse
+
+
+def _open_stream(port: int, body: dict) -> socket.socket:
+    raw = json.dumps(body).encode()
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    sock.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode()
+                 + b"Content-Type: application/json\r\nConnection: close\r\n"
+                 + f"Authorization: Bearer {API_KEY}\r\nContent-Length: {len(raw)}\r\n\r\n".encode()
+                 + raw)
+    return sock
+
+
+def _dechunk(body: bytes) -> bytes:
+    out = b""
+    while body:
+        size, _, body = body.partition(b"\r\n")
+        n = int(size, 16)
+        out, body = out + body[:n], body[n + 2:]
+    return out
+
+
+def test_the_role_chunk_goes_out_with_the_first_delta_in_one_write(make_gateway, provider_env):
+    """The headers and the role chunk are held for the first record (one write, one segment): a
+    provider that takes a while to answer leaves the client with nothing, then everything."""
+    provider_env.queue(text("abc", chunks=1, delay=0.3))
+    gw = make_gateway(api=True)
+    sock = _open_stream(gw.api.port, {"model": "m", "stream": True,
+                                      "messages": [{"role": "user", "content": "hi"}]})
+    try:
+        first = sock.recv(65536)
+        rest = b""
+        while data := sock.recv(65536):
+            rest += data
+    finally:
+        sock.close()
+    assert first.startswith(b"HTTP/1.1 200")
+    assert b'"assistant"' in first and b'"abc"' in first, first
+    head, _, body = (first + rest).partition(b"\r\n\r\n")
+    records = parse_sse(_dechunk(body).decode())
+    deltas = [r[1]["choices"][0]["delta"] for r in records if isinstance(r[1], dict)]
+    assert deltas[:2] == [{"role": "assistant", "content": ""}, {"content": "abc"}]
+    assert records[-2][1]["choices"][0]["finish_reason"] == "stop" and records[-1][1] == "[DONE]"
