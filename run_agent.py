@@ -252,6 +252,7 @@ class AIAgent(ProviderMixin, ToolsMixin, PromptMixin, SessionMixin, StatusMixin)
             result = results.failed_result(
                 state, f"Internal error: {type(exc).__name__}: {self.redact(str(exc))}")
         finally:
+            self._settle_store()  # every write of the turn is done when it returns
             self.messages = state.messages
             self._cleanup_task_resources(task_id)
         if self.save_trajectories:

@@ -8,6 +8,7 @@ nothing ever leaves the store. The store is opened lazily: constructing an agent
 from __future__ import annotations
 
 import logging
+from concurrent.futures import Future
 from typing import Any, Callable, Optional
 
 log = logging.getLogger("hermes.agent")
@@ -72,10 +73,12 @@ class SessionRecorder:
         self._model = model
         self._warn = warn
         self.source = source
+        self._ahead: Optional[Future[list[int]]] = None  # ``persist_ahead``'s write in flight
         self.start(session_id)
 
     def start(self, session_id: str) -> None:
         """Point at a (possibly new) session; nothing of the previous one is carried over."""
+        self.settle()
         self.session_id = session_id
         self.fenced = None
         self.known = False          # the session row exists in the store
@@ -84,6 +87,7 @@ class SessionRecorder:
 
     def adopt(self, count: int) -> None:
         """A caller-supplied history of ``count`` messages: the caller's to store, not ours."""
+        self.settle()
         self.row_ids = [None] * count
 
     @property
@@ -97,10 +101,13 @@ class SessionRecorder:
                            "saved. Run `hermes doctor` to diagnose.")
         return self._db
 
+    def _create_row(self, db: Any) -> None:
+        db.create_session(self.session_id, source=self.source, model=self._model(),
+                          owner=self._owner())
+
     def _ensure_row(self, db: Any) -> None:
         if not self.known:
-            db.create_session(self.session_id, source=self.source, model=self._model(),
-                              owner=self._owner())
+            self._create_row(db)
             self.known = True
 
     def load(self) -> tuple[list[dict], Optional[str]]:
@@ -108,6 +115,7 @@ class SessionRecorder:
 
         Raises HistoryLoadError (having written nothing) when the store cannot be read.
         """
+        self.settle()
         db = self.db
         if db is None:
             raise HistoryLoadError(f"Session {self.session_id} could not be read: "
@@ -130,30 +138,80 @@ class SessionRecorder:
         p, c = self.pending_usage
         self.pending_usage = (p + (prompt_tokens or 0), c + (completion_tokens or 0))
 
-    def persist(self, messages: list[dict]) -> None:
-        """Write the messages not yet on disk, in one transaction."""
+    def _unsaved(self, messages: list[dict]) -> Optional[list[dict]]:
+        """The rows of the messages not yet on disk (tool names added), or None: nothing to write
+        (or no store, or writes stopped by a lost lease)."""
         if len(self.row_ids) >= len(messages):
             del self.row_ids[len(messages):]
+            return None
+        if self.db is None or self.fenced:  # fenced: another worker owns the session now
+            return None
+        pending = messages[len(self.row_ids):]
+        return _with_tool_names(pending, messages[-len(pending) - 8:])
+
+    def persist(self, messages: list[dict]) -> None:
+        """Write the messages not yet on disk, in one transaction."""
+        self.settle()
+        rows = self._unsaved(messages)
+        if rows is None:
             return
         db = self.db
-        if db is None or self.fenced:  # fenced: another worker owns the session now
-            return
-        pending = messages[len(self.row_ids):]
-        rows = _with_tool_names(pending, messages[-len(pending) - 8:])
-        from hermes_state import LeaseLost
-
         try:
             self._ensure_row(db)
             usage, self.pending_usage = self.pending_usage, (0, 0)
             ids = db.append_messages(self.session_id, rows, usage=usage, fence=self._fence())
-        except LeaseLost as exc:
+        except Exception as exc:
+            self._write_failed(exc)
+            return
+        self.row_ids.extend(ids)
+
+    def persist_ahead(self, messages: list[dict]) -> None:
+        """``persist``, the write overlapping what the caller does next (the model request): on
+        PostgreSQL its round trip and the server's work no longer add to the turn, and a crash
+        still loses at most the call in flight. Every other method (and ``settle``) waits for
+        it first, so the store's order is the history's. A fenced write (a gateway worker's
+        lease) stays synchronous: a lost lease must stop the request before it goes out."""
+        self.settle()
+        rows = self._unsaved(messages)
+        if rows is None:
+            return
+        db, fence = self.db, self._fence()
+        if fence is not None or not hasattr(db, "submit"):
+            return self.persist(messages)
+        usage, self.pending_usage = self.pending_usage, (0, 0)
+        create, sid = not self.known, self.session_id
+
+        def write() -> list[int]:
+            if create:
+                self._create_row(db)
+            return db.append_messages(sid, rows, usage=usage)
+        try:
+            self._ahead = db.submit(write)
+        except Exception as exc:
+            self._write_failed(exc)
+
+    def settle(self) -> None:
+        """Wait for the write ``persist_ahead`` left in flight and take in its row ids."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return
+        try:
+            ids = ahead.result()
+        except Exception as exc:
+            self._write_failed(exc)
+            return
+        self.known = True
+        self.row_ids.extend(ids)
+
+    def _write_failed(self, exc: Exception) -> None:
+        """A failed append: the turn goes on (the rows are written with the next one)."""
+        from hermes_state import LeaseLost
+
+        if isinstance(exc, LeaseLost):
             self.fenced = f"This turn was stopped and its reply not saved: {exc}."
             log.warning("session %s: %s", self.session_id, exc)
             return
-        except Exception as exc:
-            self._warn(f"Could not save messages to the session store: {exc}")
-            return
-        self.row_ids.extend(ids)
+        self._warn(f"Could not save messages to the session store: {exc}")
 
     def replace(self, old: list[dict], new: list[dict], lock_holder: Optional[str] = None) -> None:
         """Make ``new`` the active history in place of ``old``: exactly ``old``'s rows become
@@ -200,6 +258,7 @@ class SessionRecorder:
         del self.row_ids[keep:]
 
     def store_system_prompt(self, text: str) -> None:
+        self.settle()
         db = self.db
         if db is None:
             return
@@ -210,6 +269,7 @@ class SessionRecorder:
             log.warning("could not store the system prompt: %s", exc)
 
     def end(self, reason: str) -> None:
+        self.settle()
         if self._db is not None and self.known:
             try:
                 self._db.end_session(self.session_id, reason=reason)

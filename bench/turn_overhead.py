@@ -27,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from urllib.parse import urlparse
@@ -66,23 +67,45 @@ def measure_startup() -> tuple[float, float, float]:
 
 
 class StoreTimer:
-    """Times every public SessionDB method the agent calls (wrapped on the instance)."""
+    """Times every public SessionDB method the agent calls (wrapped on the instance). ``spent``:
+    all of them, on any thread (the store's work); ``waited``: what the turn's own thread spent
+    in them or waiting for a write it submitted (``SessionDB.submit``, which on PostgreSQL runs
+    while the model request is out): what the store adds to the turn."""
 
     def __init__(self, db) -> None:
-        self.spent, self.calls = 0.0, 0
+        self.spent, self.waited, self.calls = 0.0, 0.0, 0
+        self.turn_thread = threading.get_ident()
+        self.depth = 0  # calls open on the turn's thread (a nested one is not counted twice)
         for name in dir(type(db)):
             if not name.startswith("_") and inspect.isfunction(getattr(type(db), name)):
-                setattr(db, name, self._timed(getattr(db, name)))
+                setattr(db, name, self._timed(getattr(db, name), name == "submit"))
 
-    def _timed(self, fn):
+    def _timed(self, fn, submit: bool):
         def call(*a, **kw):
+            mine = threading.get_ident() == self.turn_thread
+            self.depth += mine
             t = time.perf_counter()
             try:
-                return fn(*a, **kw)
+                out = fn(*a, **kw)
+                if submit:
+                    out.result = self._waiting(out.result)
+                return out
             finally:
-                self.spent += time.perf_counter() - t
-                self.calls += 1
+                took = time.perf_counter() - t
+                self.depth -= mine
+                self.spent += 0 if submit else took
+                self.waited += took if mine and self.depth == 0 else 0
+                self.calls += 0 if submit else 1
         return call
+
+    def _waiting(self, result):
+        def wait(*a, **kw):
+            t = time.perf_counter()
+            try:
+                return result(*a, **kw)
+            finally:
+                self.waited += time.perf_counter() - t
+        return wait
 
 
 class Path_:
@@ -220,14 +243,15 @@ def main() -> None:
             an, proc = anthropic_path(hist)
             procs.append(proc)
             paths.append(an)
-        store, calls = [], []
+        store, waited, calls = [], [], []
 
         def on_run(path: Path_) -> None:
             if path is oa:
                 if oa.turn:
                     store.append(timer.spent)
+                    waited.append(timer.waited)
                     calls.append(timer.calls)
-                timer.spent, timer.calls = 0.0, 0
+                timer.spent, timer.waited, timer.calls = 0.0, 0.0, 0
 
         interleaved(paths, hist, args.runs, on_run)
         on_run(oa)
@@ -236,23 +260,25 @@ def main() -> None:
         for proc in procs:
             proc.terminate()
             proc.wait()
-    report(oa, size, store_name, store, calls, (imp, first, second), args.runs)
+    report(oa, size, store_name, (store, waited), calls, (imp, first, second), args.runs)
     if args.provider == "anthropic":
         compare(oa, paths[1])
     print(f"machine load (1/5/15 m) : before {load_before[0]:.2f} {load_before[1]:.2f} "
           f"{load_before[2]:.2f}, after {os.getloadavg()[0]:.2f} (cores: {os.cpu_count()})")
 
 
-def report(oa: Path_, size: int, store_name: str, store: list[float], calls: list[int],
-           startup: tuple[float, float, float], runs: int) -> None:
+def report(oa: Path_, size: int, store_name: str, store: tuple[list[float], list[float]],
+           calls: list[int], startup: tuple[float, float, float], runs: int) -> None:
     t_med, r_med = statistics.median(oa.turn), statistics.median(oa.raw)
-    s_med = statistics.median(store)
+    s_med, w_med = statistics.median(store[0]), statistics.median(store[1])
     imp, first, second = startup
     print(f"history: 400 messages, request body {size:,} bytes, {runs} runs")
     print(f"store                   : {store_name}")
     print(f"run_conversation median : {t_med * 1000:8.2f} ms")
     print(f"store calls per turn    : {s_med * 1000:8.2f} ms median over "
           f"{statistics.median(calls):.0f} calls ({s_med / t_med:.1%} of the turn)")
+    print(f"the turn waited on store: {w_med * 1000:8.2f} ms median ({w_med / t_med:.1%} of the "
+          "turn; the rest overlapped the model request)")
     print(f"raw HTTP POST median    : {r_med * 1000:8.2f} ms")
     print(f"ratio                   : {t_med / r_med:8.2f}   (target <= 2.0)")
     print(f"import run_agent        : {imp * 1000:8.1f} ms (target <= 150)")

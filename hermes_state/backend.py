@@ -8,6 +8,7 @@ placeholders, text parameters cleaned of NUL bytes, rows readable by position an
 """
 from __future__ import annotations
 
+from concurrent.futures import Future
 from typing import (Any, Callable, ContextManager, Iterable, Iterator, Optional, Protocol,
                     TypeVar, runtime_checkable)
 
@@ -85,6 +86,13 @@ class StoreBackend(Protocol):
 
     def read_with(self, fn: Callable[[Tx], T]) -> T:
         """``fn`` outside a write transaction: several reads on one connection."""
+        ...
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        """``fn`` (calls on the store) where it overlaps what the caller waits for next: a
+        networked engine runs it on a writer thread (the round trip and the server's work
+        happen while the caller waits on the model); SQLite runs it at once (its work is this
+        process's own CPU, which a thread would only add to)."""
         ...
 
     def close(self) -> None: ...

@@ -15,6 +15,7 @@ import os
 import random
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
 from typing import Any, Callable, ContextManager, Iterable, Optional, TypeVar
 
@@ -150,6 +151,9 @@ class PostgresBackend:
             entry[1] += 1
         self.pool: ConnectionPool = entry[0]
         self._locks: AdvisoryLocks = entry[2]
+        self._writer: Optional[ThreadPoolExecutor] = None  # ``submit``'s threads, made lazily
+        self._writer_guard = threading.Lock()
+        self._closing = False
 
     def _open_pool(self, pool_size: Optional[int]) -> ConnectionPool:
         try:
@@ -255,6 +259,17 @@ class PostgresBackend:
             raise fence.lost()
         return in_seq_order(returned)
 
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        """``fn`` on a store writer thread (as many as the pool has connections): its round
+        trips overlap what the caller does meanwhile (see ``StoreBackend.submit``)."""
+        with self._writer_guard:
+            if self._closed or self._closing:
+                raise SessionDBError(f"the session store {self.label} is closed")
+            if self._writer is None:
+                self._writer = ThreadPoolExecutor(self.pool.max_size,
+                                                  thread_name_prefix="hermes-store")
+            return self._writer.submit(fn)
+
     def read(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
         return self._run(lambda tx: tx.execute(sql, params).fetchall(), transaction=False)
 
@@ -262,8 +277,13 @@ class PostgresBackend:
         return self._run(fn, transaction=False)
 
     def close(self) -> None:
-        if self._closed:
-            return
+        with self._writer_guard:
+            if self._closed or self._closing:
+                return
+            self._closing = True  # no more ``submit``; what was submitted is written first
+            writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.shutdown(wait=True)
         self._closed = True
         with _POOLS_GUARD:
             entry = _POOLS.get(self._key)

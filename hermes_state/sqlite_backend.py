@@ -12,6 +12,7 @@ import random
 import sqlite3
 import threading
 import time
+from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar
@@ -177,6 +178,15 @@ class SQLiteBackend:
             cur = self.conn.execute(sql, clean_params(params))
             cur.row_factory = sqlite3.Row
             return cur.fetchall()
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        """``fn`` at once, its outcome as a finished future (see ``StoreBackend.submit``)."""
+        done: Future[T] = Future()
+        try:
+            done.set_result(fn())
+        except Exception as exc:  # the caller's ``result()`` raises it
+            done.set_exception(exc)
+        return done
 
     def read_with(self, fn: Callable[[Tx], T]) -> T:
         """``fn(conn)`` outside a write transaction (several reads on one connection)."""

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ContextManager, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterable, Optional, TypeVar
 
 from .backend import Fence, StoreBackend, Tx
 from .common import SessionDBError, env_url, is_postgres_url, unusable
@@ -28,6 +29,8 @@ from .sqlite_backend import SQLiteBackend
 
 if TYPE_CHECKING:
     from hermes_core.config import HermesConfig
+
+T = TypeVar("T")
 
 
 def open_backend(db_path: Optional[str | os.PathLike[str]] = None, url: Optional[str] = None,
@@ -115,6 +118,13 @@ class SessionDB(SessionsMixin, MessagesMixin, SearchMixin, LocksMixin, CronMixin
             cur = c.execute(sql, tuple(params))
             return [tuple(r) for r in cur.fetchall()] if cur.description else []
         return self._write(tx)
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        """``fn`` (calls on this store) so that it overlaps what the caller waits for next, e.g.
+        the user's message written while the model request is out: PostgreSQL runs it on a
+        writer thread, SQLite at once (``backend.StoreBackend.submit``). ``close`` waits for what
+        was submitted."""
+        return self._b.submit(fn)
 
     def close(self) -> None:
         """Close the connection (or pool); safe to call twice."""

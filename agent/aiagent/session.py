@@ -104,6 +104,15 @@ class SessionMixin:
         in flight)."""
         self._recorder.persist(messages)
 
+    def _persist_ahead(self, messages: list[dict]) -> None:
+        """``_persist_session``, the write overlapping the model request that follows
+        (``SessionRecorder.persist_ahead``); ``_settle_store`` waits for it."""
+        self._recorder.persist_ahead(messages)
+
+    def _settle_store(self) -> None:
+        """Every write of this turn is in the store (or was reported as failed)."""
+        self._recorder.settle()
+
     def commit_compaction(self, old: list[dict], new: list[dict],
                           lock_holder: Optional[str] = None) -> None:
         """Persist a compaction in place: old rows become inactive (still searchable), new rows
