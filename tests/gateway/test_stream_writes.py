@@ -50,3 +50,36 @@ def test_the_role_chunk_goes_out_with_the_first_delta_in_one_write(make_gateway,
     deltas = [r[1]["choices"][0]["delta"] for r in records if isinstance(r[1], dict)]
     assert deltas[:2] == [{"role": "assistant", "content": ""}, {"content": "abc"}]
     assert records[-2][1]["choices"][0]["finish_reason"] == "stop" and records[-1][1] == "[DONE]"
+
+
+def _segments(sock: socket.socket) -> list[bytes]:
+    """Everything the server wrote, as the reads that got it."""
+    got = []
+    try:
+        while data := sock.recv(65536):
+            got.append(data)
+    finally:
+        sock.close()
+    return got
+
+
+def test_a_quick_tools_start_and_end_go_out_in_one_write(make_gateway, provider_env, hermes_home,
+                                                         monkeypatch):
+    """A tool's start waits for its end (or the stream's poll, pushed out of the way here): one
+    wake-up and one write for the pair, in order, where each had its own."""
+    import gateway.platforms.api_server.sse as sse
+    from tests.fake_provider import tool_calls
+
+    monkeypatch.setattr(sse, "POLL_SECONDS", 30.0)
+    (hermes_home / "note.txt").write_text("hello\n")
+    provider_env.queue(tool_calls([("read_file", {"path": str(hermes_home / "note.txt")})]),
+                       text("it says hello", chunks=1, delay=0.3))
+    gw = make_gateway(api=True)
+    segments = _segments(_open_stream(gw.api.port, {
+        "model": "m", "stream": True, "messages": [{"role": "user", "content": "read it"}]}))
+    progress = [s for s in segments if b"hermes.tool.progress" in s]
+    assert len(progress) == 1, segments
+    assert progress[0].index(b'"running"') < progress[0].index(b'"completed"')
+    records = parse_sse(_dechunk(b"".join(segments).partition(b"\r\n\r\n")[2]).decode())
+    kinds = [e or r["choices"][0]["delta"].get("content", "finish") for e, r in records[:-1]]
+    assert kinds == ["", "hermes.tool.progress", "hermes.tool.progress", "it says hello", "finish"]

@@ -63,3 +63,62 @@ def test_more_text_takes_the_queued_deltas_up_to_the_next_tool_event_in_order():
                    ("delta", "d")]
     assert rest == ""
 
+
+
+def test_a_tools_start_waits_for_what_follows_it_then_both_come_together():
+    """No wake-up of its own for a tool's start (its end, the next report or the poll brings it):
+    the pair reaches the loop as one batch, in order."""
+    async def main() -> list:
+        loop = asyncio.get_running_loop()
+        feed = TurnFeed(loop)
+        turn: asyncio.Future = loop.create_future()
+        got: list = []
+
+        async def read() -> None:
+            async for kind, value in feed.events(turn):
+                got.append((kind, value["type"], feed.more()))
+
+        reader = asyncio.ensure_future(read())
+        feed.on_tool({"type": "tool_start", "name": "read_file"})
+        for _ in range(5):
+            await asyncio.sleep(0)
+        early = list(got)
+        feed.on_tool({"type": "tool_end", "name": "read_file"})
+        for _ in range(5):
+            await asyncio.sleep(0)
+        turn.set_result(None)
+        await reader
+        return [early, got]
+
+    early, got = asyncio.run(main())
+    assert early == []
+    assert got == [("tool", "tool_start", True), ("tool", "tool_end", False)]
+
+
+def test_a_slow_tools_start_arrives_with_the_poll_before_its_end(monkeypatch):
+    import gateway.platforms.api_server.sse as sse
+
+    monkeypatch.setattr(sse, "POLL_SECONDS", 0.02)
+
+    async def main() -> list:
+        loop = asyncio.get_running_loop()
+        feed = TurnFeed(loop)
+        turn: asyncio.Future = loop.create_future()
+        got: list = []
+
+        async def read() -> None:
+            async for kind, value in feed.events(turn):
+                got.append(value["type"])
+
+        reader = asyncio.ensure_future(read())
+        threading.Thread(target=feed.on_tool, args=({"type": "tool_start"},)).start()
+        for _ in range(1000):  # the tool is still running: only the poll can bring its start
+            if got:
+                break
+            await asyncio.sleep(0.01)
+        feed.on_tool({"type": "tool_end"})
+        turn.set_result(None)
+        await reader
+        return got
+
+    assert asyncio.run(main()) == ["tool_start", "tool_end"]
