@@ -134,6 +134,13 @@ class SessionRecorder:
         self.row_ids = list(ids)
         return messages, row.get("system_prompt") or None
 
+    @property
+    def top_row_id(self) -> Optional[int]:
+        """The highest store row id of the live history (None: nothing stored): where the store
+        stands after this agent's writes, unless someone else wrote since."""
+        self.settle()
+        return max((i for i in self.row_ids if i is not None), default=None)
+
     def add_usage(self, prompt_tokens: int, completion_tokens: int) -> None:
         p, c = self.pending_usage
         self.pending_usage = (p + (prompt_tokens or 0), c + (completion_tokens or 0))

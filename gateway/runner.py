@@ -341,7 +341,8 @@ class GatewayRunner(ChatEvents, SessionHolding):
                 try:
                     from agent.callbacks import AgentHooks
                     if not stateless:  # before the turn writes: what a stop looks after
-                        req.mark = self.sessions.mark(st.sid)
+                        req.mark = (st.taken_mark if st.taken_mark is not None
+                                    else self.sessions.mark(st.sid))
                     agent = self._agent_here(st, req.key)
                     agent.hooks = AgentHooks(status=on_status, tool_progress=req.tool_callback,
                                              approval=req.approval_callback)  # None: denied

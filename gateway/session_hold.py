@@ -75,8 +75,7 @@ class SessionHolding:
         st.lease = await self.leases.take(st.sid)
         st.fence = self.leases.fence(st.sid)
         try:
-            current, mark = await asyncio.to_thread(
-                lambda: (self.sessions.lookup(key), self.sessions.mark(st.sid)))
+            current, mark = await asyncio.to_thread(self.sessions.position, key, st.sid)
         except BaseException:
             await self._give_back_lease(st, remember=False)
             raise
@@ -89,17 +88,19 @@ class SessionHolding:
             log.info("%s: session %s changed on another worker; reloading its transcript", key,
                      st.sid)
             self.drop_agent(st)
+        st.taken_mark = mark  # the turn's own mark: nobody else writes while we hold the lease
         return False
 
     async def _give_back_lease(self, st: SessionState, remember: bool = True) -> None:
-        """Release the lease, first noting where the store stands (what our cached agent has
-        seen)."""
-        held, st.lease, st.fence = st.lease, None, None
+        """Release the lease, first noting where the store stands as far as our cached agent
+        knows (its highest row id, no round trip: while we held the lease nobody else wrote, and
+        a row written past the agent's, e.g. a stopped turn's message, only means a reload)."""
+        held, st.lease, st.fence, st.taken_mark = st.lease, None, None, None
         if held is None:
             return
         try:
             if remember:
-                st.seen_mark = await asyncio.to_thread(self.sessions.mark, st.sid)
+                st.seen_mark = st.agent.store_position if st.agent is not None else None
         finally:
             await self.leases.release(held)
 

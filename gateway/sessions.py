@@ -132,6 +132,10 @@ class SessionMap:
         except Exception:
             return 0
 
+    def position(self, key: str, session_id: str) -> tuple[Optional[str], int]:
+        """(the session ``key`` leads to now, ``mark(session_id)``) in one store round trip."""
+        return self.db.key_position(key, session_id)
+
     def ensure_user_message(self, session_id: str, text: str, after_id: int = 0) -> bool:
         """Persist ``text`` as a user message unless a row after ``after_id`` already holds it (the
         agent normally persists its own turn). Returns True when it had to write it."""

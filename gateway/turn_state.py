@@ -59,6 +59,7 @@ class SessionState:
         self.fence: Any = None  # what the turn's writes prove while the lease is held
         # store position when our last turn ended (shared stores)
         self.seen_mark: Optional[int] = None
+        self.taken_mark: Optional[int] = None  # store position when the lease was taken
         self.last_used = time.monotonic()
 
 

@@ -29,6 +29,14 @@ class RecordsMixin(UsesBackend):
         rows = self._read("SELECT session_id FROM session_keys WHERE key = ?", (key,))
         return rows[0][0] if rows else None
 
+    def key_position(self, key: str, session_id: str) -> tuple[Optional[str], int]:
+        """The session ``key`` is bound to now, and ``session_id``'s highest row id (0: none):
+        what a gateway worker that just took a session's lease checks, in one round trip."""
+        row = self._read("SELECT (SELECT session_id FROM session_keys WHERE key = ?),"
+                         " (SELECT MAX(id) FROM messages WHERE session_id = ?)",
+                         (key, session_id))[0]
+        return row[0], int(row[1] or 0)
+
     def unbind_session_key(self, key: str) -> bool:
         """Forget a gateway key (its session stays)."""
         return self._write(lambda c: c.execute("DELETE FROM session_keys WHERE key = ?",

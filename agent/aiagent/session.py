@@ -53,6 +53,13 @@ class SessionMixin:
         return self._recorder.db
 
     @property
+    def store_position(self) -> Optional[int]:
+        """The highest store row id of this agent's live history (None: nothing stored): a
+        gateway worker compares it with the store's next time, to notice another worker's
+        turns."""
+        return self._recorder.top_row_id
+
+    @property
     def lease_lost(self) -> Optional[str]:
         """Why this agent's writes were refused (its turn lease was lost), else None."""
         return self._recorder.fenced

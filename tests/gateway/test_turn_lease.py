@@ -77,6 +77,34 @@ def test_two_runners_take_turns_and_each_sees_the_others_exchanges(make_gateway,
     assert len(seen) == 7  # nothing twice
 
 
+def test_a_runner_alone_on_a_session_keeps_its_agent_turn_after_turn(make_gateway, provider_env,
+                                                                      pg_store, caplog):
+    """Where the store stands after our turn is known without reading it (the agent's highest
+    row id): with nobody else writing, the cached agent is never reloaded; one other write is
+    noticed at the next turn."""
+    gw = make_gateway(api=True)
+    session = f"alone-{uuid.uuid4().hex[:8]}"
+    caplog.set_level("INFO", logger="gateway")
+    _, headers, _ = post(gw, "one", session)
+    sid = headers["X-Hermes-Session-Id"]
+    for said in ("two", "three"):
+        assert post(gw, said, session)[0] == 200
+    assert "reloading its transcript" not in caplog.text
+    gw.db.append_message(sid, "user", "written by another worker")
+    assert post(gw, "four", session)[0] == 200
+    assert "reloading its transcript" in caplog.text
+    assert "written by another worker" in _contents(provider_env.last_request)
+
+
+def test_key_position_reads_the_binding_and_the_top_row_at_once(store):
+    sid = store.create_session()
+    assert store.key_position("api_server:k", sid) == (None, 0)
+    store.bind_session_key("api_server:k", sid)
+    top = store.append_messages(sid, [{"role": "user", "content": "a"},
+                                      {"role": "assistant", "content": "b"}])[-1]
+    assert store.key_position("api_server:k", sid) == (sid, top)
+
+
 def test_a_session_busy_elsewhere_past_the_wait_is_refused_with_409(make_gateway, provider_env, pg_store):
     gw = make_gateway(api=True, runner_options={"lease_wait": 0.5})
     session = f"busy-{uuid.uuid4().hex[:8]}"
