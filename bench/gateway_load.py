@@ -10,7 +10,8 @@
 PostgreSQL (``--store URL``, or a throwaway cluster of its own), and prints the two side by side; the
 CPU and memory figures of the second run add up every worker.
 
-Starts ``python -m tests.fake_provider --delay 1.0`` (answers after a fixed delay) and
+Starts ``bench/async_provider.py --delay 1.0`` (answers after a fixed delay, no thread per request;
+``--threaded-provider``: the tests' ``tests.fake_provider`` instead) and
 ``python -m hermes_cli.main gateway run --api-server`` as subprocesses in a throwaway HERMES_HOME, then drives
 ``--sessions`` clients (each its own ``X-Hermes-Session-Id``, so each has a cached agent) for
 ``--rounds`` sequential turns each. Prints completed turns/s against the ideal (sessions / delay),
@@ -122,6 +123,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--streamed", action="store_true",
                     help="one tool per turn, plain vs streamed (SSE with hermes.tool.progress events)")
     ap.add_argument("--cold", action="store_true", help="the burst right after the gateway starts")
+    ap.add_argument("--threaded-provider", action="store_true",
+                    help="the tests' threaded fake provider instead of bench/async_provider.py")
     ap.add_argument("--platform", choices=("matrix",),
                     help="rooms on a real chat server instead of API sessions (bench/gateway_platform.py)")
     ap.add_argument("--workers", type=int, default=1,
@@ -224,6 +227,16 @@ def worker_pids(home: str, supervisor: int) -> list[int]:
     return pids or [supervisor]
 
 
+def provider_command(args: argparse.Namespace) -> list[str]:
+    """The plain turns' provider: ``bench/async_provider.py`` (one event loop, no thread per
+    request), or with ``--threaded-provider`` the tests' ``ThreadingHTTPServer`` fake, whose own
+    lateness at 1,000 requests in flight was part of the gateway's figures before."""
+    if args.threaded_provider:
+        return [sys.executable, "-m", "tests.fake_provider", "--port", "0", "--delay", str(args.delay)]
+    return [sys.executable, str(REPO / "bench" / "async_provider.py"), "--port", "0",
+            "--delay", str(args.delay)]
+
+
 def run_config(args: argparse.Namespace, store: Optional[str], workers: int) -> dict:
     """One gateway (``workers`` processes on ``store``, SQLite when None) under the 100-session load;
     prints the figures and returns them."""
@@ -233,8 +246,7 @@ def run_config(args: argparse.Namespace, store: Optional[str], workers: int) -> 
     procs: list[subprocess.Popen[str]] = []
     out: dict = {"errors": 0}
     try:
-        fp, ready = _spawn([sys.executable, "-m", "tests.fake_provider", "--port", "0", "--delay", str(args.delay)],
-                           env, "READY")
+        fp, ready = _spawn(provider_command(args), env, "READY")
         procs.append(fp)
         provider = ready.split()[1]
         gw_env = dict(env, OPENAI_BASE_URL=provider, OPENAI_API_KEY="bench", HERMES_MODEL="fake-model",
@@ -432,8 +444,7 @@ def run_cold(args: argparse.Namespace) -> int:
             env = dict(os.environ, HERMES_HOME=home, PYTHONPATH=str(REPO))
             procs: list[subprocess.Popen[str]] = []
             try:
-                fp, ready = _spawn([sys.executable, "-m", "tests.fake_provider", "--port", "0", "--delay",
-                                    str(args.delay)], env, "READY")
+                fp, ready = _spawn(provider_command(args), env, "READY")
                 procs.append(fp)
                 gw_env = dict(env, OPENAI_BASE_URL=ready.split()[1], OPENAI_API_KEY="bench",
                               HERMES_MODEL="fake-model", API_SERVER_KEY=BENCH_KEY)
