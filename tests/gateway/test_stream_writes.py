@@ -10,10 +10,10 @@ from tests.gateway.conftest import API_KEY
 from tests.gateway.sse import parse_sse
 
 
-def _open_stream(port: int, body: dict) -> socket.socket:
+def _open_stream(port: int, body: dict, path: str = "/v1/chat/completions") -> socket.socket:
     raw = json.dumps(body).encode()
     sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-    sock.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode()
+    sock.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode()
                  + b"Content-Type: application/json\r\nConnection: close\r\n"
                  + f"Authorization: Bearer {API_KEY}\r\nContent-Length: {len(raw)}\r\n\r\n".encode()
                  + raw)
@@ -83,3 +83,23 @@ def test_a_quick_tools_start_and_end_go_out_in_one_write(make_gateway, provider_
     records = parse_sse(_dechunk(b"".join(segments).partition(b"\r\n\r\n")[2]).decode())
     kinds = [e or r["choices"][0]["delta"].get("content", "finish") for e, r in records[:-1]]
     assert kinds == ["", "hermes.tool.progress", "hermes.tool.progress", "it says hello", "finish"]
+
+
+def test_a_responses_stream_writes_its_start_and_each_reports_events_at_once(make_gateway,
+                                                                             provider_env):
+    """The Responses API's opening events go out with the headers; the events one text delta
+    makes (a new item, its part, the delta) go out together."""
+    provider_env.queue(text("abc", chunks=1, delay=0.3))
+    gw = make_gateway(api=True)
+    segments = _segments(_open_stream(gw.api.port, {"model": "m", "input": "hi", "stream": True},
+                                      "/v1/responses"))
+    assert segments[0].startswith(b"HTTP/1.1 200")
+    assert b"response.created" in segments[0] and b"response.in_progress" in segments[0]
+    first_text = next(s for s in segments if b"response.output_text.delta" in s)
+    assert b"response.output_item.added" in first_text
+    assert b"response.content_part.added" in first_text
+    records = parse_sse(_dechunk(b"".join(segments).partition(b"\r\n\r\n")[2]).decode())
+    names = [e for e, _ in records]
+    assert names[:5] == ["response.created", "response.in_progress", "response.output_item.added",
+                         "response.content_part.added", "response.output_text.delta"]
+    assert names[-1] == "response.completed"
