@@ -63,10 +63,11 @@ def _segments(sock: socket.socket) -> list[bytes]:
     return got
 
 
-def test_a_quick_tools_start_and_end_go_out_in_one_write(make_gateway, provider_env, hermes_home,
-                                                         monkeypatch):
-    """A tool's start waits for its end (or the stream's poll, pushed out of the way here): one
-    wake-up and one write for the pair, in order, where each had its own."""
+def test_a_tools_start_and_end_go_out_with_the_answers_first_text(make_gateway, provider_env,
+                                                                 hermes_home, monkeypatch):
+    """A tool's events wait for what follows them (or the stream's poll, pushed out of the way
+    here): one wake-up and one write for the pair and the next text, in order, where each had its
+    own."""
     import gateway.platforms.api_server.sse as sse
     from tests.fake_provider import tool_calls
 
@@ -79,7 +80,8 @@ def test_a_quick_tools_start_and_end_go_out_in_one_write(make_gateway, provider_
         "model": "m", "stream": True, "messages": [{"role": "user", "content": "read it"}]}))
     progress = [s for s in segments if b"hermes.tool.progress" in s]
     assert len(progress) == 1, segments
-    assert progress[0].index(b'"running"') < progress[0].index(b'"completed"')
+    pair = progress[0]
+    assert pair.index(b'"running"') < pair.index(b'"completed"') < pair.index(b'"it says hello"')
     records = parse_sse(_dechunk(b"".join(segments).partition(b"\r\n\r\n")[2]).decode())
     kinds = [e or r["choices"][0]["delta"].get("content", "finish") for e, r in records[:-1]]
     assert kinds == ["", "hermes.tool.progress", "hermes.tool.progress", "it says hello", "finish"]

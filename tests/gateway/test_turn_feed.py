@@ -65,9 +65,9 @@ def test_more_text_takes_the_queued_deltas_up_to_the_next_tool_event_in_order():
 
 
 
-def test_a_tools_start_waits_for_what_follows_it_then_both_come_together():
-    """No wake-up of its own for a tool's start (its end, the next report or the poll brings it):
-    the pair reaches the loop as one batch, in order."""
+def test_tool_events_wait_for_the_next_text_then_all_come_together():
+    """No wake-up of their own for a tool's start and end (the next text, the turn's end or the
+    poll brings them): the lot reaches the loop as one batch, in order; text never waits."""
     async def main() -> list:
         loop = asyncio.get_running_loop()
         feed = TurnFeed(loop)
@@ -76,23 +76,28 @@ def test_a_tools_start_waits_for_what_follows_it_then_both_come_together():
 
         async def read() -> None:
             async for kind, value in feed.events(turn):
-                got.append((kind, value["type"], feed.more()))
+                got.append((kind, value["type"] if kind == "tool" else value, feed.more()))
+
+        async def settle() -> list:
+            for _ in range(5):
+                await asyncio.sleep(0)
+            return list(got)
 
         reader = asyncio.ensure_future(read())
         feed.on_tool({"type": "tool_start", "name": "read_file"})
-        for _ in range(5):
-            await asyncio.sleep(0)
-        early = list(got)
+        after_start = await settle()
         feed.on_tool({"type": "tool_end", "name": "read_file"})
-        for _ in range(5):
-            await asyncio.sleep(0)
+        after_end = await settle()
+        feed.on_delta("it says hi")
+        after_text = await settle()
         turn.set_result(None)
         await reader
-        return [early, got]
+        return [after_start, after_end, after_text]
 
-    early, got = asyncio.run(main())
-    assert early == []
-    assert got == [("tool", "tool_start", True), ("tool", "tool_end", False)]
+    after_start, after_end, after_text = asyncio.run(main())
+    assert after_start == [] and after_end == []
+    assert after_text == [("tool", "tool_start", True), ("tool", "tool_end", True),
+                          ("delta", "it says hi", False)]
 
 
 def test_a_slow_tools_start_arrives_with_the_poll_before_its_end(monkeypatch):

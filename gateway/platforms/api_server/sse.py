@@ -148,11 +148,12 @@ class TurnFeed:
         return "".join(parts)
 
     def on_tool(self, event: dict[str, Any]) -> None:
-        """``tool_progress_callback`` of the agent. A tool's start waits for what follows it: its
-        end when the tool is quick (both in one wake-up and one write, where they were two of
-        each, about a tenth of a streamed turn's gateway CPU), else the stream's poll."""
+        """``tool_progress_callback`` of the agent. A tool's event waits for what follows it (a
+        quick tool's start for its end, an end for the next text, at most the stream's poll):
+        one cross-thread wake-up and one write where each event had its own, each about a tenth
+        of a streamed turn's gateway CPU. Text deltas never wait."""
         if isinstance(event, dict) and event.get("type") in ("tool_start", "tool_end"):
-            self._put("tool", dict(event), wake=event["type"] == "tool_end")
+            self._put("tool", dict(event), wake=False)
 
     async def events(self, turn: "asyncio.Future[Any]", writer: Optional[SSEWriter] = None,
                      keepalive: float = KEEPALIVE_SECONDS) -> AsyncIterator[tuple[str, Any]]:
