@@ -80,8 +80,10 @@ class TurnHandle:
                  task: "asyncio.Task[TurnOutcome]") -> None:
         self._runner, self._req, self.task = runner, req, task
 
-    async def outcome(self) -> TurnOutcome:
-        return await asyncio.shield(self.task)
+    def outcome(self) -> "asyncio.Future[TurnOutcome]":
+        """A shielded future of the turn's outcome (await it, or wait on it as is: no task of its
+        own per streamed turn)."""
+        return asyncio.shield(self.task)
 
     def stop(self, message: Optional[str] = None) -> bool:
         return self._runner.stop_request(self._req, message)

@@ -23,7 +23,7 @@ import threading
 from typing import Any, Iterator, Optional
 from urllib.parse import urlsplit
 
-from agent.providers.sse_stream import sse_records, stream_error
+from agent.providers.sse_stream import sse_data, stream_error
 from hermes_core import wire_json
 
 WIRE_ATTR = "_hermes_wire"
@@ -198,21 +198,16 @@ def request_json(client: Any, wire: DirectWire, body: dict[str, Any], stream: bo
         raise _transport_error(exc, url) from exc
 
 
-def _lines(resp: http.client.HTTPResponse) -> Iterator[str]:
-    """The body's lines as they arrive. ``read1`` (not ``readline``, whose chunked reading takes a
-    cut connection for the body's end) raises ``IncompleteRead`` when the body stops short."""
-    buf = b""
+def _pieces(resp: http.client.HTTPResponse) -> Iterator[bytes]:
+    """The body as it arrives. ``read1`` (not ``readline``, whose chunked reading takes a cut
+    connection for the body's end) raises ``IncompleteRead`` when the body stops short."""
     while True:
         data = resp.read1(65536)
         if not data:
             if resp.length:  # a Content-Length the body did not reach
-                raise http.client.IncompleteRead(buf, resp.length)
-            break
-        *complete, buf = (buf + data).split(b"\n")
-        for line in complete:
-            yield line.rstrip(b"\r").decode("utf-8")
-    if buf:
-        yield buf.rstrip(b"\r").decode("utf-8")
+                raise http.client.IncompleteRead(b"", resp.length)
+            return
+        yield data
 
 
 def _chunks(wire: DirectWire, resp: http.client.HTTPResponse, url: str) -> Iterator[dict]:
@@ -222,8 +217,8 @@ def _chunks(wire: DirectWire, resp: http.client.HTTPResponse, url: str) -> Itera
 
     done = False
     try:
-        for _event, data in sse_records(_lines(resp)):
-            if data.startswith("[DONE]"):
+        for data in sse_data(_pieces(resp)):
+            if data.startswith(b"[DONE]"):
                 resp.read()
                 done = True
                 return

@@ -207,7 +207,7 @@ def request_chat(client: Any, *, model: str, messages: list[dict], tools: Option
         kwargs["stream_options"] = {"include_usage": True}
         stream = client.chat.completions.create(**kwargs)
         http = getattr(stream, "http_response", None)
-        if callable(getattr(http, "iter_lines", None)):
+        if callable(getattr(http, "iter_bytes", None)):
             chunks = chat_chunks(http)
             try:
                 return consume_stream(chunks, stream_callback, interrupted)

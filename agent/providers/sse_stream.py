@@ -14,27 +14,35 @@ from typing import Any, Iterable, Iterator
 from hermes_core import wire_json
 
 
-def sse_records(lines: Iterable[str]) -> Iterator[tuple[str, str]]:
-    """``(event, data)`` of each server-sent event in ``lines`` (pure; the text/event-stream rules:
-    ``data`` lines joined by newlines, comments skipped, a blank line ends a record)."""
-    event, data = "", []
-    for line in lines:
-        if not line:
-            if data:
-                yield event, "\n".join(data)
-            event, data = "", []
-            continue
-        if line[0] == ":":
-            continue
-        name, _, value = line.partition(":")
-        if value[:1] == " ":
-            value = value[1:]
-        if name == "data":
-            data.append(value)
-        elif name == "event":
-            event = value
+def _field(line: bytes, data: list[bytes]) -> None:
+    """One line of a record: a ``data`` line's value joins ``data``; comments, ``event``, ``id``
+    and ``retry`` lines are read past (no caller needs them)."""
+    if line[-1:] == b"\r":
+        line = line[:-1]
+    if line[:5] == b"data:":
+        data.append(line[6:] if line[5:6] == b" " else line[5:])
+    elif line == b"data":
+        data.append(b"")
+
+
+def sse_data(pieces: Iterable[bytes]) -> Iterator[bytes]:
+    """The ``data`` of each server-sent event of a body read in pieces of any size (pure; the
+    text/event-stream rules: a record's ``data`` lines joined by newlines, a blank line ends it).
+    Why bytes in one pass: each line was decoded to text and walked again as a record, and the
+    JSON decoder takes the bytes as they are."""
+    buf, data = b"", []
+    for piece in pieces:
+        *lines, buf = (buf + piece if buf else piece).split(b"\n")
+        for line in lines:
+            if line and line != b"\r":
+                _field(line, data)
+            elif data:
+                yield b"\n".join(data)
+                data = []
+    if buf:
+        _field(buf, data)
     if data:
-        yield event, "\n".join(data)
+        yield b"\n".join(data)
 
 
 def stream_error(chunk: Any) -> "tuple[str, Any] | None":
@@ -65,10 +73,10 @@ def chat_chunks(response: Any) -> Iterator[dict]:
 
     timeout, transport = _transport_errors()
     try:
-        lines = response.iter_lines()
-        for _event, data in sse_records(lines):
-            if data.startswith("[DONE]"):
-                next(lines, None)  # the body's end follows: read it so the connection is reused
+        pieces = response.iter_bytes()
+        for data in sse_data(pieces):
+            if data.startswith(b"[DONE]"):
+                next(pieces, None)  # the body's end follows: read it so the connection is reused
                 return
             chunk = wire_json.loads(data)
             failed = stream_error(chunk)

@@ -63,3 +63,67 @@ def test_more_text_takes_the_queued_deltas_up_to_the_next_tool_event_in_order():
                    ("delta", "d")]
     assert rest == ""
 
+
+
+def test_tool_events_wait_for_the_next_text_then_all_come_together():
+    """No wake-up of their own for a tool's start and end (the next text, the turn's end or the
+    poll brings them): the lot reaches the loop as one batch, in order; text never waits."""
+    async def main() -> list:
+        loop = asyncio.get_running_loop()
+        feed = TurnFeed(loop)
+        turn: asyncio.Future = loop.create_future()
+        got: list = []
+
+        async def read() -> None:
+            async for kind, value in feed.events(turn):
+                got.append((kind, value["type"] if kind == "tool" else value, feed.more()))
+
+        async def settle() -> list:
+            for _ in range(5):
+                await asyncio.sleep(0)
+            return list(got)
+
+        reader = asyncio.ensure_future(read())
+        feed.on_tool({"type": "tool_start", "name": "read_file"})
+        after_start = await settle()
+        feed.on_tool({"type": "tool_end", "name": "read_file"})
+        after_end = await settle()
+        feed.on_delta("it says hi")
+        after_text = await settle()
+        turn.set_result(None)
+        await reader
+        return [after_start, after_end, after_text]
+
+    after_start, after_end, after_text = asyncio.run(main())
+    assert after_start == [] and after_end == []
+    assert after_text == [("tool", "tool_start", True), ("tool", "tool_end", True),
+                          ("delta", "it says hi", False)]
+
+
+def test_a_slow_tools_start_arrives_with_the_poll_before_its_end(monkeypatch):
+    import gateway.platforms.api_server.sse as sse
+
+    monkeypatch.setattr(sse, "POLL_SECONDS", 0.02)
+
+    async def main() -> list:
+        loop = asyncio.get_running_loop()
+        feed = TurnFeed(loop)
+        turn: asyncio.Future = loop.create_future()
+        got: list = []
+
+        async def read() -> None:
+            async for kind, value in feed.events(turn):
+                got.append(value["type"])
+
+        reader = asyncio.ensure_future(read())
+        threading.Thread(target=feed.on_tool, args=({"type": "tool_start"},)).start()
+        for _ in range(1000):  # the tool is still running: only the poll can bring its start
+            if got:
+                break
+            await asyncio.sleep(0.01)
+        feed.on_tool({"type": "tool_end"})
+        turn.set_result(None)
+        await reader
+        return got
+
+    assert asyncio.run(main()) == ["tool_start", "tool_end"]

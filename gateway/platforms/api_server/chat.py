@@ -6,7 +6,6 @@ input (nothing is stored). With ``X-Hermes-Session-Key`` (or ``-Id``) the server
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import secrets
 import time
@@ -87,14 +86,15 @@ async def _stream(runner: Any, request: web.Request, body: dict[str, Any], key: 
     handle = runner.submit(key, user_text, stream_callback=feed.on_delta,
                            tool_progress_callback=feed.on_tool, **kwargs)
     turn = asyncio.ensure_future(handle.outcome())
-    out = SSEWriter(request, session_headers.response_headers(sid, key))
+    out = SSEWriter(request, session_headers.response_headers(sid, key), hold_headers=True)
     cid, created = f"chatcmpl-{secrets.token_hex(12)}", int(time.time())
     wire = ChunkWire(cid, created, model)
     chunk = wire.chunk
     streamed: list[str] = []
     try:
         await out.open()
-        await out.send(chunk({"role": "assistant", "content": ""}))
+        # held: the headers and the role chunk go out in one write with the first record
+        await out.send(chunk({"role": "assistant", "content": ""}), flush=False)
         async for kind, value in feed.events(turn, out):
             if kind == "delta":
                 value += feed.more_text()  # deltas queued behind it go out as one chunk
@@ -137,18 +137,17 @@ class ChunkWire:
     def __init__(self, cid: str, created: int, model: str) -> None:
         self.base = {"id": cid, "object": "chat.completion.chunk", "created": created,
                      "model": model}
-        head = json.dumps({**self.base, "choices": [{"index": 0, "delta": {"content": ""},
-                                                     "finish_reason": None}]},
-                          ensure_ascii=False).encode()
-        cut = head.rindex(b'"content": ""') + len(b'"content": ')
-        self._head, self._tail = b"data: " + head[:cut], head[cut + 2:] + b"\n\n"
+        mark = secrets.token_hex(8)  # where the text goes, whatever the encoder's spacing
+        head = wire_json.dumps(self.chunk({"content": mark}))
+        cut = head.rindex(wire_json.dumps(mark))
+        self._head, self._tail = b"data: " + head[:cut], head[cut + len(mark) + 2:] + b"\n\n"
 
     def chunk(self, delta: dict[str, Any], finish: Optional[str] = None) -> dict[str, Any]:
         return {**self.base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
     def content(self, text: str) -> bytes:
         """The SSE record of one text delta."""
-        return self._head + json.dumps(text, ensure_ascii=False).encode() + self._tail
+        return self._head + wire_json.dumps(text) + self._tail
 
 
 async def _send_ending(out: SSEWriter, outcome: Any, key: Optional[str],

@@ -224,16 +224,19 @@ async def _stream(runner: Any, request: web.Request, req: ResponsesRequest, key:
                            conversation_history=history, stream_callback=feed.on_delta,
                            tool_progress_callback=feed.on_tool)
     turn = asyncio.ensure_future(handle.outcome())
-    out = SSEWriter(request, session_headers.response_headers(sid, key))
+    out = SSEWriter(request, session_headers.response_headers(sid, key), hold_headers=True)
     try:
         await out.open()
-        for name, data in builder.start():
-            await out.send(data, event=name)
+        for name, data in builder.start():  # the headers and these go out in one write
+            await out.send(data, event=name, flush=False)
+        await out.flush()
         async for kind, value in feed.events(turn, out):
             events = (builder.delta(value) if kind == "delta"
                       else builder.tool(value) if kind == "tool" else [])
-            for name, data in events:
-                await out.send(data, event=name)
+            for name, data in events:  # one write for what one report makes, and what is queued
+                await out.send(data, event=name, flush=False)
+            if not feed.more():
+                await out.flush()
             if kind == "keepalive":
                 await out.comment()
             elif kind == "gone":
@@ -242,8 +245,8 @@ async def _stream(runner: Any, request: web.Request, req: ResponsesRequest, key:
         final, events = _finish(builder, outcome, key)
         await _keep(runner, key, outcome.session_id, final)
         for name, data in events:
-            await out.send(data, event=name)
-        await out.close()
+            await out.send(data, event=name, flush=False)
+        await out.close()  # the held records go out with the stream's end
     except (ConnectionResetError, asyncio.CancelledError) as exc:
         if handle.stop("the API client disconnected"):
             log.info("responses stream client went away; its turn was interrupted")
