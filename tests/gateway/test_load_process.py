@@ -55,8 +55,8 @@ def detailed(gw: GatewayProcess) -> dict[str, Any]:
     return body
 
 
-def test_ready_means_warm(hermes_home: Path, fake_provider: Any) -> None:
-    gw = GatewayProcess(hermes_home, fake_provider.base_url)
+def test_ready_means_warm(hermes_home: Path, fake_provider: Any, gateway_process: Any) -> None:
+    gw = gateway_process()
     warm = detailed(gw)["warmup"]
     assert warm["done"] is True and warm["sdk_loaded"] is True and warm["failed"] == {}
     assert {"sdk", "tls", "agent", "prompt", "client", "store"} <= set(warm["steps"])
@@ -66,9 +66,11 @@ def test_ready_means_warm(hermes_home: Path, fake_provider: Any) -> None:
     assert gw.terminate_and_wait() == 0
 
 
-def test_without_warm_up_the_sdk_is_not_loaded_when_ready(hermes_home: Path, fake_provider: Any) -> None:
+def test_without_warm_up_the_sdk_is_not_loaded_when_ready(
+        hermes_home: Path, fake_provider: Any,
+        gateway_process: Any) -> None:
     (hermes_home / "config.yaml").write_text("gateway:\n  warmup: false\n")
-    gw = GatewayProcess(hermes_home, fake_provider.base_url)
+    gw = gateway_process()
     warm = detailed(gw)["warmup"]
     assert warm["done"] is False and warm["sdk_loaded"] is False  # the field reports, it does not assume
     assert request(gw, "/v1/chat/completions", {"model": "m", "messages": [
@@ -76,8 +78,10 @@ def test_without_warm_up_the_sdk_is_not_loaded_when_ready(hermes_home: Path, fak
     assert detailed(gw)["warmup"]["sdk_loaded"] is True
 
 
-def test_health_detailed_needs_the_key_and_health_does_not(hermes_home: Path, fake_provider: Any) -> None:
-    gw = GatewayProcess(hermes_home, fake_provider.base_url)
+def test_health_detailed_needs_the_key_and_health_does_not(
+        hermes_home: Path, fake_provider: Any,
+        gateway_process: Any) -> None:
+    gw = gateway_process()
     status, _, body = request(gw, "/health/detailed", key="wrong-key-0123456789")
     assert status == 401 and body["error"]["code"] == "invalid_api_key"
     assert request(gw, "/health", key="wrong-key-0123456789")[0] == 200
@@ -85,10 +89,11 @@ def test_health_detailed_needs_the_key_and_health_does_not(hermes_home: Path, fa
     assert caps["endpoints"]["health_detailed"] == {"method": "GET", "path": "/health/detailed"}
 
 
-def test_more_turns_in_flight_than_the_old_default_of_128(hermes_home: Path, fake_provider: Any,
-                                                          held: threading.Event) -> None:
+def test_more_turns_in_flight_than_the_old_default_of_128(
+        hermes_home: Path, fake_provider: Any,
+        gateway_process: Any, held: threading.Event) -> None:
     n = 150
-    gw = GatewayProcess(hermes_home, fake_provider.base_url)
+    gw = gateway_process()
     replies = [gw.post_async(f"question {i}", f"s{i}") for i in range(n)]
     assert fake_provider.wait_for_requests(n, timeout=120), len(fake_provider.requests)  # all at the provider
     turns = wait_until(lambda: (t := detailed(gw)["turns"])["in_flight"] == n and t, what="n in flight")
@@ -109,10 +114,11 @@ def test_more_turns_in_flight_than_the_old_default_of_128(hermes_home: Path, fak
     assert gw.terminate_and_wait() == 0
 
 
-def test_past_the_turn_limit_the_api_says_429_with_retry_after(hermes_home: Path, fake_provider: Any,
-                                                             held: threading.Event) -> None:
+def test_past_the_turn_limit_the_api_says_429_with_retry_after(
+        hermes_home: Path, fake_provider: Any,
+        gateway_process: Any, held: threading.Event) -> None:
     (hermes_home / "config.yaml").write_text("gateway:\n  turn_limit: 2\n")
-    gw = GatewayProcess(hermes_home, fake_provider.base_url)
+    gw = gateway_process()
     first = [gw.post_async("hold on", f"held{i}") for i in range(2)]
     assert fake_provider.wait_for_requests(2, timeout=60)
     chat = {"model": "m", "messages": [{"role": "user", "content": "one more"}]}
@@ -134,12 +140,13 @@ def test_past_the_turn_limit_the_api_says_429_with_retry_after(hermes_home: Path
     assert gw.terminate_and_wait() == 0
 
 
-def test_past_the_turn_limit_a_chat_gets_a_short_reply(hermes_home: Path, fake_provider: Any,
-                                                       held: threading.Event) -> None:
+def test_past_the_turn_limit_a_chat_gets_a_short_reply(
+        hermes_home: Path, fake_provider: Any,
+        gateway_process: Any, held: threading.Event) -> None:
     (hermes_home / "config.yaml").write_text("gateway:\n  turn_limit: 1\n")
     fake = FakeTelegram().start()
     try:
-        gw = GatewayProcess(hermes_home, fake_provider.base_url, TELEGRAM_BOT_TOKEN=fake.token,
+        gw = gateway_process(TELEGRAM_BOT_TOKEN=fake.token,
                             TELEGRAM_BASE_URL=fake.base_url, TELEGRAM_ALLOWED_USERS="1001")
         api_turn = gw.post_async("holding the only slot", "api")
         assert fake_provider.wait_for_requests(1, timeout=60)
@@ -153,7 +160,8 @@ def test_past_the_turn_limit_a_chat_gets_a_short_reply(hermes_home: Path, fake_p
         fake.stop()
 
 
-def test_a_junk_turn_limit_stops_the_start_with_one_line(hermes_home: Path, fake_provider: Any) -> None:
+def test_a_junk_turn_limit_stops_the_start_with_one_line(
+        hermes_home: Path, fake_provider: Any) -> None:
     (hermes_home / "config.yaml").write_text("gateway:\n  turn_limit: lots\n")
     res = run_hermes("gateway", "run", "--api-server", "--port", "0", env=hermes_env(fake_provider))
     assert res.returncode == 1 and res.stdout == ""
