@@ -8,6 +8,21 @@ import threading
 from gateway.platforms.api_server.sse import TurnFeed
 
 
+def _reading(pick):
+    """A feed, its turn, and a task reading the feed into a list (``pick(feed, kind, value)``
+    each event); call inside a running loop."""
+    loop = asyncio.get_running_loop()
+    feed = TurnFeed(loop)
+    turn: asyncio.Future = loop.create_future()
+    got: list = []
+
+    async def read() -> None:
+        async for kind, value in feed.events(turn):
+            got.append(pick(feed, kind, value))
+
+    return feed, turn, got, asyncio.ensure_future(read())
+
+
 def test_a_burst_from_the_agent_thread_arrives_whole_in_order_then_the_feed_ends():
     async def main() -> list:
         loop = asyncio.get_running_loop()
@@ -64,26 +79,19 @@ def test_more_text_takes_the_queued_deltas_up_to_the_next_tool_event_in_order():
     assert rest == ""
 
 
-
 def test_tool_events_wait_for_the_next_text_then_all_come_together():
     """No wake-up of their own for a tool's start and end (the next text, the turn's end or the
     poll brings them): the lot reaches the loop as one batch, in order; text never waits."""
     async def main() -> list:
-        loop = asyncio.get_running_loop()
-        feed = TurnFeed(loop)
-        turn: asyncio.Future = loop.create_future()
-        got: list = []
-
-        async def read() -> None:
-            async for kind, value in feed.events(turn):
-                got.append((kind, value["type"] if kind == "tool" else value, feed.more()))
+        feed, turn, got, reader = _reading(
+            lambda feed, kind, value: (kind, value["type"] if kind == "tool" else value,
+                                       feed.more()))
 
         async def settle() -> list:
             for _ in range(5):
                 await asyncio.sleep(0)
             return list(got)
 
-        reader = asyncio.ensure_future(read())
         feed.on_tool({"type": "tool_start", "name": "read_file"})
         after_start = await settle()
         feed.on_tool({"type": "tool_end", "name": "read_file"})
@@ -100,22 +108,10 @@ def test_tool_events_wait_for_the_next_text_then_all_come_together():
                           ("delta", "it says hi", False)]
 
 
-def test_a_slow_tools_start_arrives_with_the_poll_before_its_end(monkeypatch):
-    import gateway.platforms.api_server.sse as sse
-
-    monkeypatch.setattr(sse, "POLL_SECONDS", 0.02)
-
+def test_a_slow_tools_start_arrives_with_the_poll_before_its_end():
+    """The stream's own poll (``sse.POLL_SECONDS``, half a second) brings a running tool's start."""
     async def main() -> list:
-        loop = asyncio.get_running_loop()
-        feed = TurnFeed(loop)
-        turn: asyncio.Future = loop.create_future()
-        got: list = []
-
-        async def read() -> None:
-            async for kind, value in feed.events(turn):
-                got.append(value["type"])
-
-        reader = asyncio.ensure_future(read())
+        feed, turn, got, reader = _reading(lambda feed, kind, value: value["type"])
         threading.Thread(target=feed.on_tool, args=({"type": "tool_start"},)).start()
         for _ in range(1000):  # the tool is still running: only the poll can bring its start
             if got:
