@@ -102,7 +102,9 @@ class ChatEvents:
                 await asyncio.to_thread(self.db.append_message, st.sid, "user", req.text)
                 log.info("draining: stored a message for %s without answering it", req.key)
                 return
-            typing = asyncio.ensure_future(self._keep_typing(adapter, chat_id)) if adapter else None
+            thread = (req.origin or {}).get("thread_id")
+            typing = (asyncio.ensure_future(self._keep_typing(adapter, chat_id, thread))
+                      if adapter else None)
             try:
                 if req.attachments and not await replies.prepare_turn(self, req, reply):
                     return  # images, voice, files -> the turn's content (gateway.media)
@@ -118,10 +120,14 @@ class ChatEvents:
                 # in the background, after the reply
                 skills.after_reply(st.agent, outcome.result, reply)
 
-    async def _keep_typing(self, adapter: PlatformAdapter, chat_id: str) -> None:
+    async def _keep_typing(self, adapter: PlatformAdapter, chat_id: str,
+                           thread_id: Optional[str] = None) -> None:
         try:
             while True:
-                await adapter.typing(chat_id)
+                if thread_id is None:
+                    await adapter.typing(chat_id)
+                else:
+                    await adapter.typing(chat_id, thread_id)
                 await asyncio.sleep(self.typing_interval)
         except asyncio.CancelledError:
             pass

@@ -91,5 +91,5 @@ class ElectedPoller(PlatformAdapter):
     async def edit(self, chat_id: str, message_id: str, text: str) -> None:
         await self.inner.edit(chat_id, message_id, text)
 
-    async def typing(self, chat_id: str) -> None:
-        await self.inner.typing(chat_id)
+    async def typing(self, chat_id: str, thread_id: Optional[str] = None) -> None:
+        await self.inner.typing(chat_id, thread_id)

@@ -140,5 +140,6 @@ class PlatformAdapter(abc.ABC):
     async def edit(self, chat_id: str, message_id: str, text: str) -> None:
         """Replace a sent message's text; platforms without edits may leave this a no-op."""
 
-    async def typing(self, chat_id: str) -> None:
-        """Show a short-lived 'typing…' indicator; the runner repeats it while a turn runs."""
+    async def typing(self, chat_id: str, thread_id: Optional[str] = None) -> None:
+        """Show a short-lived 'typing…' indicator; the runner repeats it while a turn runs.
+        ``thread_id``: the thread (topic) the answer will go to, where the platform has them."""

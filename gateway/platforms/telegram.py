@@ -180,14 +180,16 @@ class TelegramAdapter(PlatformAdapter):
         except TelegramError as exc:
             log.debug("telegram: edit failed: %s", exc)
 
-    async def typing(self, chat_id: str) -> None:
+    async def typing(self, chat_id: str, thread_id: Optional[str] = None) -> None:
         from telegram.constants import ChatAction
         from telegram.error import TelegramError
 
         if self._app is None:
             return
         try:
-            await self._app.bot.send_chat_action(chat_id=int(chat_id), action=ChatAction.TYPING)
+            await self._app.bot.send_chat_action(  # in a topic: that topic
+                chat_id=int(chat_id), action=ChatAction.TYPING,
+                message_thread_id=int(thread_id) if thread_id else None)
         except TelegramError:
             pass
 

@@ -227,4 +227,6 @@ def test_replies_in_a_forum_topic_go_back_to_that_topic(tg, provider_env):
     assert fake.wait_for_sent(group) == ["answer in the topic"]
     sent = [p for p in fake.calls_of("sendMessage") if int(p["chat_id"]) == group]
     assert int(sent[0]["message_thread_id"]) == topic
+    typing = [p for p in fake.calls_of("sendChatAction") if int(p["chat_id"]) == group]
+    assert typing and all(int(p["message_thread_id"]) == topic for p in typing)  # "typing…" there
     assert gw.session_for(f"telegram:thread:{group}:{topic}:{USER}") is not None

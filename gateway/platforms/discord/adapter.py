@@ -214,6 +214,6 @@ class DiscordAdapter(PlatformAdapter):
             raise Permanent(f"Discord refused the message: {exc.text or exc.status}") from None
         return str(msg.id)
 
-    async def typing(self, chat_id: str) -> None:
-        with contextlib.suppress(Exception):
-            await self._client.http.send_typing(int(chat_id))
+    async def typing(self, chat_id: str, thread_id: Optional[str] = None) -> None:
+        with contextlib.suppress(Exception):  # in a thread: the thread, where the answer goes
+            await self._client.http.send_typing(int(thread_id or chat_id))

@@ -249,7 +249,8 @@ class MatrixAdapter(PlatformAdapter):
         content = events.file_content(path.name, mime, len(data), mxc)
         return await self._room_send(chat_id, events.in_thread(content, thread_id))
 
-    async def typing(self, chat_id: str) -> None:
+    async def typing(self, chat_id: str, thread_id: Optional[str] = None) -> None:
+        # Matrix shows typing per room, threads included
         if self.client is not None:
             with contextlib.suppress(Exception):
                 await self.client.room_typing(chat_id, typing_state=True, timeout=6000)

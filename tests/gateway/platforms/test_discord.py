@@ -133,6 +133,7 @@ def test_a_thread_is_a_session_of_its_own_answered_in_the_thread(discord, provid
     fake.push(fake.message(thread, BOB, f"{mention} plan the trip", guild=GUILD,
                            mentions=(BOT,)))
     assert [p["content"] for p in fake.wait_posted(thread)] == ["In the thread."]
+    assert thread in fake.typing  # "typing…" where the answer goes, not in the parent channel
     fake.push(fake.message(thread, BOB, f"{mention} and then?", guild=GUILD, mentions=(BOT,)))
     assert fake.wait_posted(thread, 2)[1]["content"] == "Still here."
     assert len(fake.wait_posted(CHANNEL)) == 1  # nothing of the thread went to the channel
