@@ -111,11 +111,12 @@ def gateway_working_dir(gw: GatewayConfig, env: Optional[Mapping[str, str]] = No
     return path.resolve()
 
 
-def run_policy(cfg: Any) -> Any:
+def run_policy(cfg: Any, platform: Optional[str] = None) -> Any:
     """What a job made through the gateway (a chat's ``/cron``, the jobs API) may do when it runs:
-    the same toolsets and working directory as the gateway's agents (``cron.policy.RunPolicy``;
-    the consent rule is the runtime's default for the provider, as for those agents)."""
+    the same toolsets and working directory as the gateway's agents on ``platform`` (its
+    ``platform_toolsets`` entry, else the gateway's; ``cron.policy.RunPolicy``; the consent rule
+    is the runtime's default for the provider, as for those agents)."""
     from cron.policy import RunPolicy
 
-    return RunPolicy(tuple(gateway_toolsets(cfg.gateway)[0]), str(gateway_working_dir(cfg.gateway)),
-                     None)
+    enabled = toolsets_for(cfg, platform)[0] if platform else gateway_toolsets(cfg.gateway)[0]
+    return RunPolicy(tuple(enabled), str(gateway_working_dir(cfg.gateway)), None)

@@ -59,7 +59,8 @@ async def command(runner: "GatewayRunner", key: str, user_id: Optional[str], tex
         from agent.tool_policy import run_policy
 
         cfg = getattr(runner.agent_factory, "config", None)
-        policy = await asyncio.to_thread(run_policy, cfg) if cfg is not None else None
+        platform = (origin or {}).get("platform")  # its platform_toolsets entry, as the chat's
+        policy = await asyncio.to_thread(run_policy, cfg, platform) if cfg is not None else None
         await reply(await asyncio.to_thread(chat_command, runner.db, arg, origin, owner_of(origin),
                                             policy))
     elif name in ("/new", "/reset", "/usage", "/compress"):

@@ -188,3 +188,17 @@ def test_jobs_api(env, fake_provider):
     assert api(gw, "GET", f"/api/jobs/{job['id']}")[0] == 404
     endpoints = api(gw, "GET", "/v1/capabilities")[1]["endpoints"]
     assert endpoints["jobs_run"] == {"method": "POST", "path": "/api/jobs/{job_id}/run"}
+
+
+def test_a_job_made_in_a_chat_runs_with_that_platforms_toolsets(env, hermes_home):
+    """``platform_toolsets`` picks what a Telegram chat's agents may use; a job made there records
+    the same, not the gateway's defaults (scheduling is never a way around a platform's list)."""
+    fake, db, start = env
+    (hermes_home / "config.yaml").write_text(
+        "cron:\n  tick_interval: 0.2\n  run_timeout: 60\nplatform_toolsets:\n  telegram: [todo]\n")
+    start()
+    fake.push_message(CHAT, CHAT, "/cron add in 1h tidy the list")
+    [created] = fake.wait_for_sent(CHAT, 1)
+    assert created.startswith("Created job "), created
+    [job] = db.list_cron_jobs()
+    assert job["policy"]["toolsets"] == ["todo"]
