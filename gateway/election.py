@@ -92,4 +92,7 @@ class ElectedPoller(PlatformAdapter):
         await self.inner.edit(chat_id, message_id, text)
 
     async def typing(self, chat_id: str, thread_id: Optional[str] = None) -> None:
-        await self.inner.typing(chat_id, thread_id)
+        if thread_id is None:  # a plugin's typing(chat_id) is called as it was
+            await self.inner.typing(chat_id)
+        else:
+            await self.inner.typing(chat_id, thread_id)
