@@ -36,7 +36,10 @@ T = TypeVar("T")
 def open_backend(db_path: Optional[str | os.PathLike[str]] = None, url: Optional[str] = None,
                  pool_size: Optional[int] = None) -> StoreBackend:
     """The backend for an explicit path (SQLite), an explicit URL, else ``HERMES_DATABASE_URL``,
-    else SQLite at ``HERMES_HOME/state.db``."""
+    else SQLite at ``HERMES_HOME/state.db``. A URL passed as the path (``SessionDB(url)``) is
+    taken as the URL: as a path it would make a SQLite file in a folder named ``postgresql:``."""
+    if url is None and isinstance(db_path, str) and "://" in db_path:
+        db_path, url = None, db_path
     if db_path is None and url is None:
         url = env_url()
     if url is not None and db_path is None:

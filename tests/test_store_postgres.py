@@ -144,6 +144,19 @@ def test_wrong_password_and_unreachable_host_name_the_url_without_password(pg_cl
 
     with pytest.raises(SessionDBError, match="must be a postgresql:// URL"):
         SessionDB(url="mysql://u:p@h/db")
+    with pytest.raises(SessionDBError, match="must be a postgresql:// URL"):
+        SessionDB("mysql://u:p@h/db")  # a URL where the path goes is never a file
+
+
+def test_a_url_passed_as_the_path_opens_that_database_not_a_file(pg_cluster, pg_url, tmp_path,
+                                                                monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with SessionDB(pg_url) as db:
+        assert db.backend == "postgresql"
+        sid = db.create_session()
+    with SessionDB(url=pg_url) as db:
+        assert db.get_session(sid) is not None
+    assert not (tmp_path / "postgresql:").exists()  # no folder with a SQLite file in it
 
 
 def test_a_restarted_database_fails_the_call_in_flight_and_serves_the_next(pg_cluster, pg_url):
