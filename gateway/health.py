@@ -6,7 +6,6 @@
 """
 from __future__ import annotations
 
-import gc
 import os
 import sys
 import threading
@@ -27,8 +26,6 @@ def load_report(runner: Any, started: float, warm: Optional[dict[str, Any]] = No
             "turns_completed": runner.turns_completed, **runner.session_counts(),
             "threads": threading.active_count(), "turn_threads": runner.pool.stats(),
             "rss_bytes": rss_bytes(),
-            "gc": {"frozen_objects": gc.get_freeze_count(), "thresholds": list(gc.get_threshold()),
-                   "collections": [g["collections"] for g in gc.get_stats()]},
             "warmup": {**(warm or {"done": False}), "sdk_loaded": "openai" in sys.modules}}
 
 

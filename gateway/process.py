@@ -19,7 +19,6 @@ from typing import Any, Callable, Optional
 
 from hermes_core.config import HermesConfig
 from hermes_core.home import ensure_private_dir
-from gateway.heap import settle_after_start
 from gateway.settings import ServeOptions, api_address, api_enabled, configured_key, drain_timeout
 from gateway.status import worker_status_path, write_status
 
@@ -119,7 +118,6 @@ class GatewayProcess:
             loop.add_signal_handler(sig, stop.set)
         loop.set_exception_handler(quiet_loop_errors())
         cron_task = await self._start(stop)
-        settle_after_start()  # gateway.heap: no full collection in the middle of a wave
         self._status("running")
         address = self._address()
         print(f"READY gateway pid={os.getpid()} platforms={','.join(self._platforms())}"

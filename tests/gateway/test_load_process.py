@@ -66,19 +66,6 @@ def test_ready_means_warm(hermes_home: Path, fake_provider: Any, gateway_process
     assert gw.terminate_and_wait() == 0
 
 
-def test_what_start_up_made_is_frozen_out_of_the_collectors_sight(
-        hermes_home: Path, fake_provider: Any, gateway_process: Any) -> None:
-    from gateway.heap import THRESHOLDS
-
-    gw = gateway_process()
-    heap = detailed(gw)["gc"]
-    assert heap["frozen_objects"] > 10_000  # modules, the registry: never walked again
-    assert heap["thresholds"] == list(THRESHOLDS) != [700, 10, 10]
-    assert request(gw, "/v1/chat/completions", {"model": "m", "messages": [
-        {"role": "user", "content": "hi"}]})[0] == 200
-    assert gw.terminate_and_wait() == 0
-
-
 def test_without_warm_up_the_sdk_is_not_loaded_when_ready(
         hermes_home: Path, fake_provider: Any,
         gateway_process: Any) -> None:
