@@ -133,6 +133,11 @@ class SessionRecorder:
         self.row_ids = list(ids)
         return messages, row.get("system_prompt") or None
 
+    def created(self) -> None:
+        """The session row exists and holds no message (its maker says so): nothing to load."""
+        self.settle()
+        self.known, self.row_ids = True, []
+
     @property
     def top_row_id(self) -> Optional[int]:
         """The highest store row id of the live history (None: nothing stored): where the store

@@ -15,15 +15,14 @@ Why it is shaped like this:
 - SPEC §7 reactions live in ``gateway.reactions``; slash commands in ``gateway.commands``; chat
   messages become turns in ``gateway.chat_events``, sessions are held in ``gateway.session_hold``
   (mixins of the runner), agents are made in ``gateway.agent_factory``.
-- Every agent the runner lets go is ``close()``d (a client it made for summaries has connections);
-  requests borrow clients from the process's pool (``agent.providers.client_pool``), so idle cached
-  agents hold no sockets.
+- Every agent let go is ``close()``d; requests borrow clients from the process's pool
+  (``agent.providers.client_pool``), so idle cached agents hold no sockets.
 - A stop (/stop, a newer message under ``interrupt``, an API client that went away) also reaches a
   turn that was accepted but has not started: it never runs (its message is kept). A running turn is
   interrupted again and again until it ends, since an agent clears interrupts when its turn begins.
 - Throwaway API turns (no session key) run on a private in-memory store: no transcript is written.
-- On shutdown nothing already received is lost: running turns get a bounded drain, then anything
-  still queued or running is written to the store as the user's message.
+- On shutdown nothing received is lost: running turns get a bounded drain, then what is still
+  queued or running is stored as the user's message.
 """
 from __future__ import annotations
 
@@ -150,8 +149,7 @@ class GatewayRunner(ChatEvents, SessionHolding):
 
     # -- chat platforms: gateway.chat_events; sessions held: gateway.session_hold ------------
     def spawn(self, coro: Awaitable[Any], req: Optional[TurnRequest]) -> asyncio.Task[Any]:
-        if req is not None:
-            # synchronously, so the drain sees it even before the task runs
+        if req is not None:  # synchronously, so the drain sees it even before the task runs
             self._pending.append(req)
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
@@ -225,8 +223,7 @@ class GatewayRunner(ChatEvents, SessionHolding):
         st.holders += 1
         await st.lock.acquire()  # free (checked above): no turn can start while the rows go
         try:
-            # LeaseTimeout: busy on another worker
-            st.lease = await self.leases.take(session_id, wait=0)
+            st.lease = await self.leases.take(session_id, wait=0)  # LeaseTimeout: busy elsewhere
             deleted = await asyncio.to_thread(self.db.delete_session, session_id)
             st.deleted = True
             self.drop_agent(st)
@@ -258,14 +255,16 @@ class GatewayRunner(ChatEvents, SessionHolding):
                 self.pool, lambda: self._agent_here(st, key))
         return st.agent
 
-    def _agent_here(self, st: SessionState, key: Optional[str]) -> Any:
-        """The session's cached agent, made on this (turn) thread when there is none."""
+    def _agent_here(self, st: SessionState, key: Optional[str], fresh: bool = False) -> Any:
+        """The session's cached agent, made on this turn thread if none (``fresh``: empty)."""
         if st.agent is None:
             platform = platform_of(key) if key else st.platform
             model = self.models.get(key) if key else None
             extra = {"store": st.store} if st.store is not None else {}
             st.agent = self.agent_factory(session_id=st.sid, platform=platform, model=model,
                                           **extra)
+            if fresh:
+                st.agent.start_empty()
         return st.agent
 
     # -- turns (shared by chats and the API server) ------------------------------------------------
@@ -340,9 +339,10 @@ class GatewayRunner(ChatEvents, SessionHolding):
                 since = self.capacity.started()
                 try:
                     from agent.callbacks import AgentHooks
+                    fresh = not stateless and self.sessions.take_fresh(st.sid, self.leases.shared)
                     if not stateless:  # before the turn writes: what a stop looks after
-                        req.mark = st.taken_mark or self.sessions.mark(st.sid)
-                    agent = self._agent_here(st, req.key)
+                        req.mark = st.taken_mark or (0 if fresh else self.sessions.mark(st.sid))
+                    agent = self._agent_here(st, req.key, fresh)
                     agent.hooks = AgentHooks(status=on_status, tool_progress=req.tool_callback,
                                              approval=req.approval_callback)  # None: denied
                     # a cronjob created in this turn is delivered back here

@@ -73,6 +73,7 @@ class SessionMap:
 
     def __init__(self, db: Any) -> None:
         self.db = db
+        self._fresh: set[str] = set()  # made here by ``_bind_new`` and not yet taken
 
     def lookup(self, key: str) -> Optional[str]:
         return self.db.get_session_for_key(key)
@@ -120,8 +121,22 @@ class SessionMap:
         sid = self.db.create_session(new_session_id(), source=platform, user_id=user_id,
                                      parent_session_id=parent, owner=owner_for(platform, user_id))
         self.db.bind_session_key(key, sid)
+        self._fresh.add(sid)
         log.info("session key %s -> %s", key, sid)
         return sid
+
+    def take_fresh(self, session_id: str, shared: bool = False) -> bool:
+        """True once for a session this process just made: its row exists and holds no message,
+        so its first turn need not read it (its agent, ``AIAgent.start_empty``, and the mark).
+        ``shared``: other processes write the store too (PostgreSQL), so never."""
+        if shared:
+            self._fresh.discard(session_id)
+            return False
+        try:
+            self._fresh.remove(session_id)
+        except KeyError:
+            return False
+        return True
 
     def mark(self, session_id: str) -> int:
         """A position in the session's rows; ``ensure_user_message`` looks only after it."""

@@ -85,6 +85,13 @@ class SessionMixin:
             self._fit_tools_to(stored_prompt)
         return self.messages
 
+    def start_empty(self) -> None:
+        """The caller made this session's row just now and nothing else wrote to it: the first
+        turn need not read the store (a new gateway session saves its reads this way)."""
+        if not self._history_loaded:
+            self._recorder.created()
+            self.messages, self._history_loaded = [], True
+
     def _repair_tool_pairs(self, messages: list[dict]) -> list[dict]:
         """A run that died between a tool call and its result: answer the call with a stub so
         the provider accepts the history again (the original rows stay in the store, inactive)."""

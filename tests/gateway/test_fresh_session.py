@@ -1,0 +1,51 @@
+"""A session the gateway has just made holds nothing: its first turn reads none of it back (the
+history, the session row, the store's top row), and the session is whole afterwards."""
+from __future__ import annotations
+
+from tests.fake_provider import text
+from tests.gateway.sse import post
+
+
+def _chat(gw, key, content):
+    body = {"model": "m", "messages": [{"role": "user", "content": content}]}
+    return post(gw.base_url + "/chat/completions", gw.api_key, body,
+                {"X-Hermes-Session-Key": key})
+
+
+def test_a_new_sessions_first_turn_reads_nothing_of_it_back(make_gateway, fake_provider):
+    gw = make_gateway(api=True)
+    fake_provider.queue(text("warm"), text("first answer"), text("second answer"))
+    assert _chat(gw, "warm-up", "hi")[0] == 200  # the agent machinery is loaded
+    sent: list[str] = []
+    gw.db.conn.set_trace_callback(sent.append)
+    try:
+        status, hdrs, body = _chat(gw, "fresh-one", "remember 7")
+    finally:
+        gw.db.conn.set_trace_callback(None)
+    assert status == 200, body
+    sid = hdrs["x-hermes-session-id"]
+    mine = [q for q in sent if sid in q]
+    assert mine, sent  # the turn did write it (the trace sees this connection)
+    assert [q for q in mine if q.lstrip().upper().startswith("SELECT")] == []
+    row = gw.db.get_session(sid)
+    assert row["source"] == "api_server" and row["system_prompt"]
+    assert [m["content"] for m in gw.db.get_messages(sid)] == ["remember 7", "first answer"]
+    # the next turn is an ordinary one: it sees the first
+    assert _chat(gw, "fresh-one", "which number?")[0] == 200
+    users = [m["content"] for m in fake_provider.last_request["messages"] if m["role"] == "user"]
+    assert users == ["remember 7", "which number?"]
+
+
+def test_a_session_named_by_the_client_is_still_read_first(make_gateway, fake_provider):
+    """Only sessions this process made are taken as empty: one the client names may hold rows."""
+    gw = make_gateway(api=True)
+    sid = gw.db.create_session("named-elsewhere", source="api_server")
+    gw.db.append_messages(sid, [{"role": "user", "content": "written before"},
+                                {"role": "assistant", "content": "noted"}])
+    fake_provider.queue(text("answer"))
+    status, _, body = post(gw.base_url + "/chat/completions", gw.api_key,
+                           {"model": "m", "messages": [{"role": "user", "content": "go on"}]},
+                           {"X-Hermes-Session-Id": sid})
+    assert status == 200, body
+    users = [m["content"] for m in fake_provider.last_request["messages"] if m["role"] == "user"]
+    assert users == ["written before", "go on"]
