@@ -255,16 +255,14 @@ class GatewayRunner(ChatEvents, SessionHolding):
                 self.pool, lambda: self._agent_here(st, key))
         return st.agent
 
-    def _agent_here(self, st: SessionState, key: Optional[str], fresh: bool = False) -> Any:
-        """The session's cached agent, made on this turn thread if none (``fresh``: empty)."""
+    def _agent_here(self, st: SessionState, key: Optional[str]) -> Any:
+        """The session's cached agent, made on this (turn) thread when there is none."""
         if st.agent is None:
             platform = platform_of(key) if key else st.platform
             model = self.models.get(key) if key else None
             extra = {"store": st.store} if st.store is not None else {}
             st.agent = self.agent_factory(session_id=st.sid, platform=platform, model=model,
                                           **extra)
-            if fresh:
-                st.agent.start_empty()
         return st.agent
 
     # -- turns (shared by chats and the API server) ------------------------------------------------
@@ -342,7 +340,7 @@ class GatewayRunner(ChatEvents, SessionHolding):
                     fresh = not stateless and self.sessions.take_fresh(st.sid, self.leases.shared)
                     if not stateless:  # before the turn writes: what a stop looks after
                         req.mark = st.taken_mark or (0 if fresh else self.sessions.mark(st.sid))
-                    agent = self._agent_here(st, req.key, fresh)
+                    agent = self._agent_here(st, req.key)
                     agent.hooks = AgentHooks(status=on_status, tool_progress=req.tool_callback,
                                              approval=req.approval_callback)  # None: denied
                     # a cronjob created in this turn is delivered back here
@@ -351,6 +349,8 @@ class GatewayRunner(ChatEvents, SessionHolding):
                     agent.owner = owner_of(req.origin)  # a chat user reaches only their own data
                     if req.stop_requested:  # stopped while the agent was being made
                         return {"interrupted": True, "completed": False, "final_response": None}
+                    if fresh:  # only now: a stopped turn's kept message would be in the store
+                        agent.start_empty()
                     return agent.run_conversation(req.text, system_message=req.system_message,
                                                   conversation_history=req.conversation_history,
                                                   stream_callback=req.stream_callback)

@@ -152,6 +152,7 @@ class SessionMap:
     def ensure_user_message(self, session_id: str, text: str, after_id: int = 0) -> bool:
         """Persist ``text`` as a user message unless a row after ``after_id`` already holds it (the
         agent normally persists its own turn). Returns True when it had to write it."""
+        self._fresh.discard(session_id)  # it may hold a message now: the next turn reads it
         rows = self.db.get_messages(session_id, include_inactive=True)
         if any(r.get("id", 0) > after_id and r.get("role") == "user"
                and r.get("content") == text for r in rows):

@@ -49,3 +49,21 @@ def test_a_session_named_by_the_client_is_still_read_first(make_gateway, fake_pr
     assert status == 200, body
     users = [m["content"] for m in fake_provider.last_request["messages"] if m["role"] == "user"]
     assert users == ["written before", "go on"]
+
+
+def test_a_message_kept_before_the_first_turn_ends_the_freshness(tmp_path):
+    """A turn stopped before it started keeps the user's message (``ensure_user_message``): the
+    session is no longer empty, so the next turn must read it."""
+    from gateway.sessions import SessionMap
+    from hermes_state import SessionDB
+
+    with SessionDB(tmp_path / "state.db") as db:
+        sessions = SessionMap(db)
+        sid = sessions.get_or_create("api_server:k")
+        assert sessions.ensure_user_message(sid, "kept while stopped") is True
+        assert sessions.take_fresh(sid) is False
+        other = sessions.get_or_create("api_server:other")
+        assert sessions.take_fresh(other, shared=True) is False  # another process may write
+        assert sessions.take_fresh(other) is False  # and it stays taken
+        third = sessions.get_or_create("api_server:third")
+        assert sessions.take_fresh(third) is True and sessions.take_fresh(third) is False

@@ -65,6 +65,9 @@ def test_stop_while_the_agent_is_being_made(make_gateway, fake_telegram, provide
     assert fake_telegram.wait_for_sent(CHAT, 2)[1] == "answer to the next one"
     assert len(provider_env.requests) == 1  # the stopped turn never reached the model
     assert _users(gw) == ["do the slow thing", "next one"]  # its words are kept
+    # and the model sees them: the agent made for the stopped turn reads the kept message
+    said = [m.get("content") for m in provider_env.last_request["messages"]]
+    assert "do the slow thing" in said and said[-1] == "next one"
 
 
 def test_stop_reaches_a_message_still_waiting_in_the_queue(make_gateway, fake_telegram, provider_env, allowed):
