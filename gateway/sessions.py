@@ -68,12 +68,16 @@ def new_session_id() -> str:
     return _new()
 
 
+FRESH_LIMIT = 10_000  # new sessions remembered as empty until their first turn (take_fresh)
+
+
 class SessionMap:
     """Session key -> current session id, persisted in the SessionDB."""
 
-    def __init__(self, db: Any) -> None:
+    def __init__(self, db: Any, fresh_limit: int = FRESH_LIMIT) -> None:
         self.db = db
         self._fresh: set[str] = set()  # made here by ``_bind_new`` and not yet taken
+        self._fresh_limit = fresh_limit
 
     def lookup(self, key: str) -> Optional[str]:
         return self.db.get_session_for_key(key)
@@ -121,6 +125,8 @@ class SessionMap:
         sid = self.db.create_session(new_session_id(), source=platform, user_id=user_id,
                                      parent_session_id=parent, owner=owner_for(platform, user_id))
         self.db.bind_session_key(key, sid)
+        if len(self._fresh) >= self._fresh_limit:  # made, never turned (refused): forget all,
+            self._fresh.clear()  # which costs each of them one read
         self._fresh.add(sid)
         log.info("session key %s -> %s", key, sid)
         return sid

@@ -67,3 +67,15 @@ def test_a_message_kept_before_the_first_turn_ends_the_freshness(tmp_path):
         assert sessions.take_fresh(other) is False  # and it stays taken
         third = sessions.get_or_create("api_server:third")
         assert sessions.take_fresh(third) is True and sessions.take_fresh(third) is False
+
+
+def test_sessions_never_turned_are_not_remembered_without_end(tmp_path):
+    """Sessions made for requests that were then refused never take their freshness: past the
+    limit all are forgotten (each then costs one read), so the set cannot grow forever."""
+    from gateway.sessions import SessionMap
+    from hermes_state import SessionDB
+
+    with SessionDB(tmp_path / "state.db") as db:
+        sessions = SessionMap(db, fresh_limit=3)
+        made = [sessions.get_or_create(f"api_server:k{i}") for i in range(4)]
+        assert [sessions.take_fresh(s) for s in made] == [False, False, False, True]
