@@ -34,6 +34,7 @@ from agent.providers.models import settle as settle_model
 from agent.providers.windows import family_window, window_for
 from agent.providers.openai_compat import abort_connections
 from agent.providers.client_pool import close_client
+from agent.request_view import RequestView
 from agent.turn_context import TurnState, build_turn, preflight_compress
 from hermes_core.auxiliary import check_auxiliary
 from hermes_core.config import HermesConfig, load_config, load_env_file, load_plugins
@@ -185,6 +186,7 @@ class AIAgent(ProviderMixin, ToolsMixin, PromptMixin, SessionMixin, StatusMixin)
         self._prompt: Any = None  # agent.prompt_builder.BuiltPrompt of this session, when built
         self._cached_system_prompt: Optional[str] = None
         self.usage_baseline: Optional[tuple[int, int]] = None
+        self.request_view = RequestView()
         self._compression_skipped_due_to_lock: Any = None
         self._interrupt_event = threading.Event()
         self._client: Any = None

@@ -46,7 +46,7 @@ def _request_view(agent: TurnHost, state: TurnState, cut: bool) -> list[dict]:
     fixed = (PER_MESSAGE_OVERHEAD + estimate_text_tokens(state.system_prompt or "")
              + schema_tokens(agent.tools))
     cap = message_cap(window, fixed)
-    view, cut = request_messages(state.messages, cap, budget_tokens=window - fixed)
+    view, cut = agent.request_view.messages(state.messages, cap, window - fixed)
     over = [i for i in cut if estimate_message_tokens(state.messages[i]) > cap]
     if cut:
         log.info("cut %d message(s) to fit a %d-token window for the model", len(cut), window)

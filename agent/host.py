@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Optional, Protocol, runtime_checkable
 if TYPE_CHECKING:  # pragma: no cover
     from agent.callbacks import StatusKind
     from agent.providers.openai_compat import ModelReply
+    from agent.request_view import RequestView
     from agent.turn_context import TurnState
 
 
@@ -44,6 +45,7 @@ class TurnHost(Protocol):
     max_compression_attempts: int
     context_compressor: Any  # see the module docstring
     usage_baseline: Optional[tuple[int, int]]  # (prompt tokens read, messages they covered)
+    request_view: RequestView  # the wire view of ``messages``, kept between requests
     _compression_skipped_due_to_lock: Any  # the seed's signal: True, a holder string, or None
 
     @property

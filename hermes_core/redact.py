@@ -4,6 +4,7 @@ the values come from the environment, the configuration and the agent's own key.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import Any, Iterable, Mapping, Optional
@@ -47,10 +48,17 @@ def config_secrets(cfg: Any) -> list[str]:
     return [str(v) for v in found if isinstance(v, str) and v]
 
 
+@functools.lru_cache(maxsize=4096)
+def _secret_name(name: str) -> bool:
+    """Whether a variable of this name holds a secret: asked of every variable on every tool
+    result, so each name is matched once (the values are read afresh each time)."""
+    return bool(_SECRET_NAME.search(name))
+
+
 def secret_values(extra: Iterable[Optional[str]] = ()) -> list[str]:
     """Values of secret-looking environment variables plus ``extra``, longest first."""
     found = {v for k, v in os.environ.items()
-             if _SECRET_NAME.search(k) and v and len(v) >= MIN_SECRET_LEN}
+             if v and len(v) >= MIN_SECRET_LEN and _secret_name(k)}
     found.update(v for v in extra if v and len(v) >= MIN_SECRET_LEN)
     return sorted(found, key=len, reverse=True)
 

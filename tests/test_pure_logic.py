@@ -155,3 +155,18 @@ def test_tool_arguments_with_a_raw_newline_inside_a_string_are_accepted():
     args, err = parse_arguments('{"command": "echo hi", "workdir": "a\nb"}')
     assert err is None and args == {"command": "echo hi", "workdir": "a\nb"}
     assert parse_arguments("{not json")[0] is None
+
+
+def test_secret_values_read_the_environment_afresh_each_call(monkeypatch):
+    """Names are matched once (a cache); values are not: a key set or changed later is masked."""
+    from hermes_core.redact import secret_values
+    monkeypatch.setenv("ACME_API_KEY", "first-value-123")
+    monkeypatch.setenv("ACME_REGION", "eu-west-1-long")
+    assert "first-value-123" in secret_values() and "eu-west-1-long" not in secret_values()
+    monkeypatch.setenv("ACME_API_KEY", "second-value-456")
+    monkeypatch.setenv("LATER_TOKEN", "later-token-789")
+    found = secret_values(["extra-secret-000"])
+    assert {"second-value-456", "later-token-789", "extra-secret-000"} <= set(found)
+    assert "first-value-123" not in found
+    monkeypatch.delenv("LATER_TOKEN")
+    assert "later-token-789" not in secret_values()

@@ -13,6 +13,7 @@ from agent.callbacks import StatusKind
 from agent.conversation_loop import run_loop
 from agent.host import TurnHost
 from agent.providers.openai_compat import ModelReply
+from agent.request_view import RequestView
 from agent.turn_context import build_turn, preflight_compress
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,6 +103,7 @@ class ScriptedHost:
         self.max_compression_attempts = 3
         self.context_compressor: Any = None
         self.usage_baseline: Optional[tuple[int, int]] = None
+        self.request_view = RequestView()
         self._compression_skipped_due_to_lock: Any = None
         self.session_id, self.session_db, self.lease_lost = "s1", None, None
         self.interrupt_event = threading.Event()
