@@ -42,7 +42,7 @@ chat: $(STAMP)
 
 # two workers, a test file per worker at a time (module fixtures: one browser, one homeserver)
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist loadfile tests
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15 tests
 
 clean:
 	rm -rf $(VENV)

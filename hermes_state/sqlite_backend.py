@@ -23,6 +23,7 @@ from .backend import Fence, Row, Tx
 from .common import SessionDBError, clean_params, logger
 from .migrations import pending, refuse_unknown
 from .sqlite_schema import FTS_TRIGGERS
+from .wal_checkpoint import Checkpointer
 
 T = TypeVar("T")
 
@@ -73,6 +74,7 @@ class SQLiteBackend:
         self.label = str(self.db_path)
         self._lock = threading.RLock()
         self._conn: Optional[sqlite3.Connection] = None
+        self._checkpoints: Optional[Checkpointer] = None
         try:
             # private from the first byte; SQLite copies the mode to -wal/-shm
             if str(db_path) != ":memory:":
@@ -87,7 +89,9 @@ class SQLiteBackend:
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA foreign_keys = ON")
-            self._set_wal()  # the first statement that reads the file
+            if self._set_wal() == "wal":  # the first statement that reads the file
+                Checkpointer.take_over(conn)
+                self._checkpoints = Checkpointer(str(self.db_path))
         except sqlite3.DatabaseError as exc:
             self.close()
             if is_busy(exc):
@@ -116,17 +120,18 @@ class SQLiteBackend:
             raise SessionDBError(f"the session store {self.db_path} is closed")
         return self._conn
 
-    def _set_wal(self) -> None:
-        # Switching to WAL needs a moment of exclusivity; a fresh file opened by several processes
-        # at once can see "locked" here, so retry like any write.
+    def _set_wal(self) -> str:
+        """The journal mode now ("wal" but for ``:memory:``). Switching to WAL needs a moment of
+        exclusivity; a fresh file opened by several processes at once can see "locked" here,
+        so retry like any write."""
         for attempt in range(WRITE_ATTEMPTS):
             try:
-                self.conn.execute("PRAGMA journal_mode = WAL").fetchone()
-                return
+                return str(self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
             except sqlite3.OperationalError as exc:
                 if not is_busy(exc) or attempt == WRITE_ATTEMPTS - 1:
                     raise
                 time.sleep(0.05 * (attempt + 1) + random.random() * 0.05)
+        raise AssertionError("unreachable")
 
     def _migrate(self) -> None:
         """Apply the migrations this file has not recorded, each in its own write transaction
@@ -160,6 +165,7 @@ class SQLiteBackend:
                     try:
                         result = fn(_Tx(conn))
                         conn.execute("COMMIT")
+                        self._committed(conn)
                         return result
                     except BaseException:
                         if conn.in_transaction:
@@ -170,6 +176,10 @@ class SQLiteBackend:
                         raise
                     time.sleep(min(1.0, 0.05 * 2 ** attempt) * (0.5 + random.random()))
             raise AssertionError("unreachable")
+
+    def _committed(self, conn: sqlite3.Connection) -> None:
+        if self._checkpoints is not None:  # (wal_checkpoint: why not inside the commit)
+            self._checkpoints.committed(conn)
 
     def append_rows(self, session_id: str, rows: list[tuple[Any, ...]],
                     usage: Optional[tuple[int, int]], fence: Optional[Fence]) -> list[int]:
@@ -201,6 +211,9 @@ class SQLiteBackend:
 
     def close(self) -> None:
         with self._lock:
+            if self._checkpoints is not None:
+                self._checkpoints.close()  # first: the writer's close is then the last one
+                self._checkpoints = None
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
