@@ -279,6 +279,8 @@ def report(oa: Path_, size: int, store_name: str, store: tuple[list[float], list
           f"{statistics.median(calls):.0f} calls ({s_med / t_med:.1%} of the turn)")
     print(f"the turn waited on store: {w_med * 1000:8.2f} ms median ({w_med / t_med:.1%} of the "
           "turn; the rest overlapped the model request)")
+    print(f"run_conversation CPU    : {statistics.median(oa.turn_cpu) * 1000:8.2f} ms median "
+          "(this process: the runtime and its store calls, threads included)")
     print(f"raw HTTP POST median    : {r_med * 1000:8.2f} ms")
     print(f"ratio                   : {t_med / r_med:8.2f}   (target <= 2.0)")
     print(f"import run_agent        : {imp * 1000:8.1f} ms (target <= 150)")
