@@ -25,9 +25,9 @@ from typing import Optional
 
 from .common import logger
 
-EVERY = 50  # commits between two checkpoints: ~3 MB of log
-PASSES, TAIL_FRAMES = 3, 64  # passes while more than ~4 commits are left for the writer
-INLINE_AFTER = 16 * EVERY  # commits without a finished checkpoint: the writer does one itself
+EVERY = 200  # commits between two checkpoints: ~12 MB of log
+PASSES, TAIL_FRAMES = 2, 64  # a second pass when more than ~4 commits are left for the writer
+INLINE_AFTER = 4 * EVERY  # commits without a finished checkpoint: the writer does one itself
 
 _POOL: Optional[ThreadPoolExecutor] = None
 _POOL_GUARD = threading.Lock()
