@@ -71,17 +71,21 @@ class Checkpointer:
         conn.execute("PRAGMA wal_autocheckpoint = 0").fetchall()
 
     def committed(self, conn: sqlite3.Connection) -> None:
-        """The writer committed on ``conn`` (under its own lock)."""
+        """The writer committed on ``conn`` (under its own lock). Never raises: the commit is
+        done, and a caller told otherwise could write its rows twice."""
         self._commits += 1
-        if self._tail_due:
-            self._tail_due = False
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-        elif self._commits - self._done_at >= INLINE_AFTER:  # the thread failed or fell behind
-            with self._guard:  # no pass of its own meanwhile, so the log can restart after this
+        try:
+            if self._tail_due:
+                self._tail_due = False
                 conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-            self._done_at = self._commits
-        elif self._commits % EVERY == 0:
-            self._request()
+            elif self._commits - self._done_at >= INLINE_AFTER:  # the thread failed or is behind
+                with self._guard:  # no pass of its own meanwhile: the log can restart after this
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                self._done_at = self._commits
+            elif self._commits % EVERY == 0:
+                self._request()
+        except sqlite3.Error as exc:  # the next checkpoint copies what this one did not
+            logger.debug("checkpoint of %s after a commit failed: %s", self._path, exc)
 
     def _request(self) -> None:
         with self._flags:

@@ -47,3 +47,14 @@ def test_an_in_memory_store_has_no_log_to_checkpoint() -> None:
         for n in range(60):
             db.append_messages("s", [ANSWER])
         assert len(db.get_messages("s")) == 60
+
+
+def test_a_failed_checkpoint_after_a_commit_is_not_the_commits_failure(tmp_path: Path) -> None:
+    """The writer calls ``committed`` after its COMMIT: were that to raise, the caller would
+    take a written row for a failed write and could write it twice."""
+    gone = sqlite3.connect(tmp_path / "gone.db")
+    gone.close()  # every statement on it raises sqlite3.ProgrammingError
+    checkpoints = Checkpointer(str(tmp_path / "gone.db"))
+    for _ in range(2000):  # past the writer's own fallback checkpoint (800 commits)
+        checkpoints.committed(gone)
+    checkpoints.close()
