@@ -90,7 +90,9 @@ class AIAgent(ProviderMixin, ToolsMixin, PromptMixin, SessionMixin, StatusMixin)
                  status_callback: Optional[Callable[[str, str], None]] = None,
                  approval_callback: Optional[Callable[[str, str], str]] = None,
                  confine_to: Optional[str] = None, mutating_tools: Optional[str] = None,
-                 hooks: Optional[AgentHooks] = None, **hermes_kwargs: Any) -> None:
+                 hooks: Optional[AgentHooks] = None,
+                 provider_settings: Optional[ProviderSettings] = None,
+                 **hermes_kwargs: Any) -> None:
         """Hermes Agent keywords beyond these are listed in ``agent.agent_kwargs`` (others:
         TypeError).
 
@@ -98,6 +100,7 @@ class AIAgent(ProviderMixin, ToolsMixin, PromptMixin, SessionMixin, StatusMixin)
         dir). ``mutating_tools``: "allow", "ask" (approval per call) or "deny" for tools that
         change things; default "ask" on the embedded model (provider ``local``), else "allow".
         ``hooks``: the callbacks as one ``agent.callbacks.AgentHooks`` (or the keyword ones).
+        ``provider_settings``: what a surface resolved (agent.factory), taken as it is.
         """
         check_kwargs(hermes_kwargs)
         if mutating_tools not in (None, "allow", "ask", "deny"):
@@ -110,7 +113,7 @@ class AIAgent(ProviderMixin, ToolsMixin, PromptMixin, SessionMixin, StatusMixin)
             config = load_config()
         self.config = config
         load_plugins(config)  # once per process: the tools, hooks and providers plugins offer
-        settings = self._use_provider(base_url, api_key, model, provider)
+        settings = self._use_provider(provider_settings, base_url, api_key, model, provider)
         self.max_iterations = max_iterations
         self.quiet_mode = quiet_mode
         self.skip_context_files = skip_context_files
@@ -134,10 +137,11 @@ class AIAgent(ProviderMixin, ToolsMixin, PromptMixin, SessionMixin, StatusMixin)
             owner=lambda: self.owner, open_store=self._open_store)
         self._start_state(resumed=session_id is not None)
 
-    def _use_provider(self, base_url: Optional[str], api_key: Optional[str],
-                      model: Optional[str], provider: Optional[str]) -> ProviderSettings:
-        settings = resolve_provider(self.config, base_url=base_url, api_key=api_key, model=model,
-                                    provider=provider)
+    def _use_provider(self, settings: Optional[ProviderSettings], base_url: Optional[str],
+                      api_key: Optional[str], model: Optional[str],
+                      provider: Optional[str]) -> ProviderSettings:
+        settings = settings or resolve_provider(self.config, base_url=base_url, api_key=api_key,
+                                                model=model, provider=provider)
         self._provider_settings = settings  # the wire and plugin of this provider (issue 25)
         check_auxiliary(self.config, settings)  # junk under auxiliary: refused now, not mid-task
         self._fallback: Any = None  # agent.providers.fallback.AgentChain, made when first needed
@@ -215,9 +219,15 @@ class AIAgent(ProviderMixin, ToolsMixin, PromptMixin, SessionMixin, StatusMixin)
         self._all_tools: list[dict] = get_tool_definitions(
             enabled_toolsets=self.enabled_toolsets, disabled_toolsets=self.disabled_toolsets,
             checked=checked) or []
-        self.unavailable_toolsets: dict[str, str] = check_toolset_requirements(checked) or {}
+        self._checked = checked  # ``unavailable_toolsets`` reuses these answers
         self._offer_tools(self._all_tools)  # fitted to the window when the system prompt is built
         self._tools_frozen = False
+
+    @property
+    def unavailable_toolsets(self) -> dict[str, str]:
+        """toolset -> why none of its tools can run here (Hermes' attribute). Worked out when
+        asked, not for every new agent, from the answers the agent's tool list was made of."""
+        return check_toolset_requirements(dict(self._checked)) or {}
 
     @property
     def interrupt_event(self) -> threading.Event:

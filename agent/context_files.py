@@ -30,28 +30,39 @@ class ContextFile:
     truncated: bool = False
 
 
+def _parents(path: str) -> list[str]:
+    """``path`` and each directory above it, nearest first (strings: a gateway builds a prompt
+    for every new session, and pathlib's objects cost more than the stat calls)."""
+    out = [path.rstrip(os.sep) or os.sep]
+    while (up := os.path.dirname(out[-1])) not in (out[-1], ""):
+        out.append(up)
+    return out
+
+
 def git_root(start: Path) -> Optional[Path]:
     """The nearest directory at or above ``start`` holding ``.git``, or None."""
-    for d in (start, *start.parents):
-        if (d / ".git").exists():
-            return d
+    for d in _parents(os.fspath(start)):
+        if os.path.exists(os.path.join(d, ".git")):
+            return Path(d)
     return None
 
 
 def project_files(cwd: Path) -> list[Path]:
     """The project's context files, first kind found wins (see module docstring)."""
+    here = os.fspath(cwd)
     root = git_root(cwd)
-    dirs = [cwd]
-    if root is not None and root != cwd and root in cwd.parents:
-        dirs += [d for d in cwd.parents if d == root or root in d.parents]
-    for d in dirs:
-        for name in (".hermes.md", "HERMES.md"):
-            if (d / name).is_file():
-                return [d / name]
-    for name in ("AGENTS.md", "CLAUDE.md"):
-        if (cwd / name).is_file():
-            return [cwd / name]
-    cursor = [cwd / ".cursorrules"] if (cwd / ".cursorrules").is_file() else []
+    dirs = [here]
+    if root is not None:
+        above = _parents(here)[1:]
+        top = os.fspath(root)
+        if top in above:
+            dirs += above[:above.index(top) + 1]
+    for names in ([os.path.join(d, n) for d in dirs for n in (".hermes.md", "HERMES.md")],
+                  [os.path.join(here, n) for n in ("AGENTS.md", "CLAUDE.md")]):
+        for name in names:
+            if os.path.isfile(name):
+                return [Path(name)]
+    cursor = [cwd / ".cursorrules"] if os.path.isfile(os.path.join(here, ".cursorrules")) else []
     rules = cwd / ".cursor" / "rules"
     if rules.is_dir():
         cursor += sorted(p for p in rules.glob("*.mdc") if p.is_file())

@@ -36,13 +36,19 @@ class ProviderChoice:
     api_key: Optional[str] = None
     model: Optional[str] = None
     context_length: Optional[int] = None
+    # the settings these fields came from (``of``): the agent takes them as they are, its key
+    # pool included, instead of resolving the environment, config.yaml and auth.json again
+    resolved: Optional[ProviderSettings] = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, settings: ProviderSettings, model: Optional[str] = None) -> ProviderChoice:
         """Settings resolved once (by a surface), optionally with another model."""
+        model = model or settings.model
+        resolved = settings if model == settings.model else settings.model_copy(
+            update={"model": model})
         return cls(provider=settings.provider, base_url=settings.base_url,
-                   api_key=settings.api_key, model=model or settings.model,
-                   context_length=settings.context_length)
+                   api_key=settings.api_key, model=model,
+                   context_length=settings.context_length, resolved=resolved)
 
     @classmethod
     def like(cls, agent: AIAgent) -> ProviderChoice:
@@ -86,7 +92,8 @@ def build_agent(spec: AgentSpec) -> AIAgent:
         extra["max_iterations"] = spec.max_iterations
     agent = AIAgent(
         base_url=p.base_url, api_key=p.api_key, model=p.model, provider=p.provider,
-        context_length=p.context_length, config=spec.config, platform=spec.platform,
+        context_length=p.context_length, provider_settings=p.resolved,
+        config=spec.config, platform=spec.platform,
         session_db=spec.session_db, session_id=spec.session_id,
         enabled_toolsets=spec.enabled_toolsets, disabled_toolsets=spec.disabled_toolsets,
         cwd=None if spec.cwd is None else str(spec.cwd),

@@ -72,6 +72,8 @@ def rss_mb(pid: int) -> float:
 
 def pct(values: list[float], p: float) -> float:
     values = sorted(values)
+    if not values:  # e.g. "later turns" of a one-round run
+        return float("nan")
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
 
 
@@ -285,6 +287,13 @@ def run_config(args: argparse.Namespace, store: Optional[str], workers: int) -> 
             print(f"  throughput: {rate:.1f} turns/s vs ideal {ideal:.0f}/s = {rate / ideal:.0%} (target >= 80%)")
             print(f"  added latency over the provider delay: p50 {pct(added, 50):.0f} ms, p99 {pct(added, 99):.0f} ms, "
                   f"max {max(added):.0f} ms (target p99 <= 100 ms)")
+            # the provider alone, driven the same way: what the load driver and provider add
+            alone: list[float] = []
+            asyncio.run(_drive(provider + "/chat/completions", [f"a{spread}-{i}" for i in range(args.sessions)],
+                               args.rounds, alone, errors, spread=spread))
+            alone_ms = [(x - args.delay) * 1000 for x in alone]
+            print(f"    the provider alone, same pattern (no gateway): p50 {pct(alone_ms, 50):.0f} ms, "
+                  f"p99 {pct(alone_ms, 99):.0f} ms (part of the figure above)")
             later = [(x - args.delay) * 1000 for x in lat]
             for x in first:
                 later.remove((x - args.delay) * 1000)

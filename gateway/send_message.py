@@ -26,7 +26,7 @@ def unavailable() -> Optional[str]:
     import os
 
     from gateway.delivery import running_platforms
-    from hermes_core.config import read_raw_config
+    from hermes_core.config import shared_config
     from hermes_core.plugin_api import REGISTRY
 
     if running_platforms():
@@ -34,11 +34,11 @@ def unavailable() -> Optional[str]:
     platforms = REGISTRY.of("platform")
     if any(os.environ.get(var) for reg in platforms for var in reg.options.get("env") or ()):
         return None
-    try:
-        gw = read_raw_config().get("gateway") or {}
+    try:  # shared: a gateway makes an agent per session, and this runs for each
+        gw = shared_config().gateway
     except Exception:  # noqa: BLE001 - a broken config.yaml is reported elsewhere
-        gw = {}
-    if isinstance(gw, dict) and any(isinstance(gw.get(reg.name), dict) for reg in platforms):
+        gw = None
+    if gw is not None and any(gw.written(reg.name) for reg in platforms):
         return None
     return "no chat platform is configured (hermes gateway setup)"
 

@@ -156,6 +156,12 @@ class GatewayConfig(_Section):
         raw = (self.model_extra or {}).get(name)
         return PlatformConfig.model_validate(raw if isinstance(raw, dict) else {})
 
+    def written(self, name: str) -> bool:
+        """Is ``gateway.<name>`` a section of config.yaml (a mapping there, not a default)?"""
+        if name in type(self).model_fields:
+            return name in self.model_fields_set and isinstance(getattr(self, name), BaseModel)
+        return isinstance((self.model_extra or {}).get(name), dict)
+
     def switch(self, name: str) -> bool:
         """Is ``gateway.<name>`` on (a plugin's API routes with ``setting=name``)? Pure."""
         value = getattr(self, name, None) if name in type(self).model_fields else (

@@ -74,6 +74,19 @@ def test_provider_choices_from_settings_and_from_another_agent(fake_provider):
         provider=parent.provider, base_url=fake_provider.base_url, api_key="k", model="m1")
 
 
+def test_settings_resolved_by_a_surface_arrive_whole(fake_provider):
+    """A surface resolves once (the gateway, per process); its agents take those settings as
+    they are, the key pool included, and do not resolve the environment and auth.json again."""
+    settings = resolve_provider(HermesConfig(), base_url=fake_provider.base_url, api_key="k1",
+                                model="m1").model_copy(update={"api_keys": ["k1", "k2"]})
+    agent = build_agent(AgentSpec(config=HermesConfig(), provider=ProviderChoice.of(settings)))
+    assert agent.provider_settings.api_keys == ["k1", "k2"]
+    other = build_agent(AgentSpec(config=HermesConfig(),
+                                  provider=ProviderChoice.of(settings, "m2")))
+    assert other.model == "m2" and other.provider_settings.api_keys == ["k1", "k2"]
+    assert settings.model == "m1"  # the surface's own settings are not changed
+
+
 def test_hermes_keyword_callbacks_become_the_hooks_object(make_agent):
     def status(kind, message):
         return None

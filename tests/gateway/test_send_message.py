@@ -31,6 +31,10 @@ def test_offered_only_where_there_is_somewhere_to_send(hermes_home, monkeypatch)
     assert "no chat platform is configured" in unavailable()
     (hermes_home / "config.yaml").write_text("gateway:\n  matrix:\n    homeserver: http://h\n")
     assert unavailable() is None
+    (hermes_home / "config.yaml").write_text("gateway:\n  telegram:\n    allowed_users: [1]\n")
+    assert unavailable() is None  # a section of its own model, written (not its default)
+    (hermes_home / "config.yaml").write_text("gateway:\n  working_dir: /tmp\n")
+    assert "no chat platform is configured" in unavailable()
     (hermes_home / "config.yaml").write_text("")
     monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "1:x")
     assert unavailable() is None
