@@ -74,6 +74,7 @@ class SessionRecorder:
         self._warn = warn
         self.source = source
         self._ahead: Optional[Future[list[int]]] = None  # ``persist_ahead``'s write in flight
+        self._ahead_prompt: Optional[str] = None  # the system prompt that write carries
         self.start(session_id)
 
     def start(self, session_id: str) -> None:
@@ -84,6 +85,7 @@ class SessionRecorder:
         self.known = False          # the session row exists in the store
         self.row_ids: list[Optional[int]] = []
         self.pending_usage = (0, 0)  # token counts that ride on the next write
+        self.prompt_due: Optional[str] = None  # a system prompt that rides on it too
 
     def adopt(self, count: int) -> None:
         """A caller-supplied history of ``count`` messages: the caller's to store, not ours."""
@@ -165,15 +167,17 @@ class SessionRecorder:
         self.settle()
         rows = self._unsaved(messages)
         if rows is None:
-            return
+            return self._store_prompt_alone()
         db = self.db
         try:
             self._ensure_row(db)
             usage, self.pending_usage = self.pending_usage, (0, 0)
-            ids = db.append_messages(self.session_id, rows, usage=usage, fence=self._fence())
+            ids = db.append_messages(self.session_id, rows, usage=usage, fence=self._fence(),
+                                     system_prompt=self.prompt_due)
         except Exception as exc:
             self._write_failed(exc)
             return
+        self.prompt_due = None
         self.row_ids.extend(ids)
 
     def persist_ahead(self, messages: list[dict]) -> None:
@@ -190,16 +194,18 @@ class SessionRecorder:
         if fence is not None or not hasattr(db, "submit"):
             return self.persist(messages)
         usage, self.pending_usage = self.pending_usage, (0, 0)
-        create, sid = not self.known, self.session_id
+        create, sid, prompt = not self.known, self.session_id, self.prompt_due
 
         def write() -> list[int]:
             if create:
                 self._create_row(db)
-            return db.append_messages(sid, rows, usage=usage)
+            return db.append_messages(sid, rows, usage=usage, system_prompt=prompt)
         try:
             self._ahead = db.submit(write)
         except Exception as exc:
             self._write_failed(exc)
+            return
+        self._ahead_prompt, self.prompt_due = prompt, None
 
     def settle(self) -> None:
         """Wait for the write ``persist_ahead`` left in flight and take in its row ids."""
@@ -209,6 +215,7 @@ class SessionRecorder:
         try:
             ids = ahead.result()
         except Exception as exc:
+            self.prompt_due = self.prompt_due or self._ahead_prompt  # stored with the next one
             self._write_failed(exc)
             return
         self.known = True
@@ -269,18 +276,27 @@ class SessionRecorder:
         del self.row_ids[keep:]
 
     def store_system_prompt(self, text: str) -> None:
+        """Stored with the next append (the turn's user message follows at once): a new
+        session's first turn commits once where it committed twice. ``persist`` with nothing
+        to append, and ``end``, store it alone."""
         self.settle()
-        db = self.db
-        if db is None:
+        self.prompt_due = text
+
+    def _store_prompt_alone(self) -> None:
+        text, db = self.prompt_due, self.db
+        if text is None or db is None or self.fenced:
             return
         try:
             self._ensure_row(db)
             db.set_system_prompt(self.session_id, text)
         except Exception as exc:
             log.warning("could not store the system prompt: %s", exc)
+            return
+        self.prompt_due = None
 
     def end(self, reason: str) -> None:
         self.settle()
+        self._store_prompt_alone()
         if self._db is not None and self.known:
             try:
                 self._db.end_session(self.session_id, reason=reason)

@@ -122,9 +122,9 @@ class SessionMap:
 
     def _bind_new(self, key: str, user_id: Optional[str], parent: Optional[str] = None) -> str:
         platform = platform_of(key)
-        sid = self.db.create_session(new_session_id(), source=platform, user_id=user_id,
-                                     parent_session_id=parent, owner=owner_for(platform, user_id))
-        self.db.bind_session_key(key, sid)
+        sid = self.db.create_session_for_key(key, new_session_id(), source=platform,
+                                             user_id=user_id, parent_session_id=parent,
+                                             owner=owner_for(platform, user_id))
         if len(self._fresh) >= self._fresh_limit:  # made, never turned (refused): forget all,
             self._fresh.clear()  # which costs each of them one read
         self._fresh.add(sid)

@@ -93,11 +93,15 @@ def in_seq_order(returned: list[Any]) -> list[int]:
 
 
 def fenced_insert(c: Tx, session_id: str, rows: list[tuple[Any, ...]], usage: Usage,
-                  fence: Optional[Fence]) -> Callable[[], list[int]]:
-    """``insert_rows`` after ``fence`` (when given) is checked in the same transaction."""
+                  fence: Optional[Fence], prompt: Optional[str] = None) -> Callable[[], list[int]]:
+    """``insert_rows`` after ``fence`` (when given) is checked in the same transaction, then the
+    session's system ``prompt`` stored (when given: a new session's first append)."""
     if fence is not None:
         fence.check(c)
-    return insert_rows(c, session_id, rows, usage=usage)
+    ids = insert_rows(c, session_id, rows, usage=usage)
+    if prompt is not None:
+        c.execute("UPDATE sessions SET system_prompt = ? WHERE id = ?", (prompt, session_id))
+    return ids
 
 
 

@@ -84,9 +84,11 @@ class StoreBackend(Protocol):
     def read(self, sql: str, params: Iterable[Any] = ()) -> list[Row]: ...
 
     def append_rows(self, session_id: str, rows: list[tuple[Any, ...]],
-                    usage: Optional[tuple[int, int]], fence: Optional[Fence]) -> list[int]:
-        """``appends.encode_rows`` appended in one transaction (``fence`` checked in it); the
-        new ids in order. The engine picks its cheapest way (PostgreSQL: one statement)."""
+                    usage: Optional[tuple[int, int]], fence: Optional[Fence],
+                    prompt: Optional[str] = None) -> list[int]:
+        """``appends.encode_rows`` appended in one transaction (``fence`` checked in it, the
+        session's system ``prompt`` stored in it when given); the new ids in order. The engine
+        picks its cheapest way (PostgreSQL: one statement)."""
         ...
 
     def read_with(self, fn: Callable[[Tx], T], pipelined: bool = False) -> T:

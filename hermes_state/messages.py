@@ -58,17 +58,19 @@ class MessagesMixin(UsesBackend):
 
     def append_messages(self, session_id: str, messages: list[dict[str, Any]],
                         usage: Optional[tuple[int, int]] = None,
-                        fence: Optional[Fence] = None) -> list[int]:
+                        fence: Optional[Fence] = None,
+                        system_prompt: Optional[str] = None) -> list[int]:
         """Persist OpenAI-format message dicts in one transaction (all or nothing).
 
         ``usage`` (prompt, completion tokens) is added to the session's counters in the same
-        transaction, sparing the agent a second write per turn. ``fence`` (``lock_fence``) is
+        transaction, sparing the agent a second write per turn; ``system_prompt`` (a new
+        session's, with its first messages) is stored in it too. ``fence`` (``lock_fence``) is
         checked in that transaction: ``LeaseLost`` and nothing written once its lock was lost.
         """
         if not messages:
             return []
         return self._b.append_rows(session_id, encode_rows(session_id, list(messages)), usage,
-                                   fence)
+                                   fence, system_prompt)
 
     def get_messages(self, session_id: str, include_inactive: bool = False) -> list[dict[str, Any]]:
         """Stored rows in conversation order. A corrupt tool_calls column comes back as raw text."""

@@ -5,7 +5,13 @@ import json
 import time
 from typing import Any, Optional
 
-from .backend import UsesBackend
+from .backend import Tx, UsesBackend
+from .common import new_session_id
+from .sessions import INSERT_SESSION
+
+BIND_KEY = ("INSERT INTO session_keys (key, session_id, updated_at) VALUES (?, ?, ?)"
+            " ON CONFLICT(key) DO UPDATE SET session_id = excluded.session_id,"
+            " updated_at = excluded.updated_at")
 
 
 class RecordsMixin(UsesBackend):
@@ -15,9 +21,23 @@ class RecordsMixin(UsesBackend):
 
     def bind_session_key(self, key: str, session_id: str) -> None:
         """Point a chat (e.g. ``telegram:dm:42``) at its current session."""
-        self._write_one("INSERT INTO session_keys (key, session_id, updated_at) VALUES (?, ?, ?)"
-                        " ON CONFLICT(key) DO UPDATE SET session_id = excluded.session_id,"
-                        " updated_at = excluded.updated_at", (key, session_id, time.time()))
+        self._write_one(BIND_KEY, (key, session_id, time.time()))
+
+    def create_session_for_key(self, key: str, session_id: Optional[str] = None,
+                               source: str = "cli", user_id: Optional[str] = None,
+                               parent_session_id: Optional[str] = None,
+                               owner: Optional[str] = None) -> str:
+        """``create_session`` then ``bind_session_key`` in one transaction: a gateway's new chat
+        costs one commit (SQLite) and one round trip (PostgreSQL) where it cost two."""
+        sid = session_id or new_session_id()
+        now = time.time()
+
+        def tx(c: Tx) -> str:
+            c.execute(INSERT_SESSION, (sid, source, user_id, None, None, parent_session_id, None,
+                                       now, now, owner))
+            c.execute(BIND_KEY, (key, sid, now))
+            return sid
+        return self._write(tx, pipelined=True)
 
     def keys_for_session(self, session_id: str) -> list[str]:
         """Every gateway key bound to this session (a reset moves them all)."""

@@ -8,6 +8,12 @@ from .backend import Tx, UsesBackend
 from .common import PREVIEW_CHARS, content_text, new_session_id, typed_text
 
 
+# a new session row; an existing one stays as it is (``create_session`` is idempotent)
+INSERT_SESSION = ("INSERT INTO sessions (id, source, user_id, model, title, parent_session_id,"
+                  " system_prompt, started_at, updated_at, owner) VALUES (?,?,?,?,?,?,?,?,?,?)"
+                  " ON CONFLICT (id) DO NOTHING")
+
+
 class SessionsMixin(UsesBackend):
     """Session rows."""
 
@@ -21,9 +27,7 @@ class SessionsMixin(UsesBackend):
         user's ``"<platform>:<user id>"``, whose search and listing show only their own."""
         sid = session_id or new_session_id()
         title = (title or "").strip() or None
-        insert = ("INSERT INTO sessions (id, source, user_id, model, title, parent_session_id,"
-                  " system_prompt, started_at, updated_at, owner) VALUES (?,?,?,?,?,?,?,?,?,?)"
-                  " ON CONFLICT (id) DO NOTHING")
+        insert = INSERT_SESSION
         if title is None:  # nothing to check first: one statement (an existing row stays as is)
             now = time.time()
             self._write_one(insert, (sid, source, user_id, model, None, parent_session_id,

@@ -182,8 +182,9 @@ class SQLiteBackend:
             self._checkpoints.committed(conn)
 
     def append_rows(self, session_id: str, rows: list[tuple[Any, ...]],
-                    usage: Optional[tuple[int, int]], fence: Optional[Fence]) -> list[int]:
-        return self.write(lambda c: fenced_insert(c, session_id, rows, usage, fence))()
+                    usage: Optional[tuple[int, int]], fence: Optional[Fence],
+                    prompt: Optional[str] = None) -> list[int]:
+        return self.write(lambda c: fenced_insert(c, session_id, rows, usage, fence, prompt))()
 
     def read(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
         with self._lock:

@@ -66,10 +66,10 @@ class SessionDB(SessionsMixin, MessagesMixin, SearchMixin, LocksMixin, CronMixin
     (``/undo``, by row id), ``max_message_id``, ``search_messages`` (includes compacted rows).
     Session search (SPEC §11): ``search_sessions``, ``messages_around``, ``session_head_tail``,
     ``recent_sessions``.
-    Gateway: ``bind_session_key``, ``get_session_for_key``, ``unbind_session_key``; pairing
-    (``pairing_read``, ``pairing_update``, ``pairing_import``, ``pairing_platforms``); API
-    server responses: ``save_response``, ``get_response``, ``delete_response``. Delegation:
-    ``record_delegation``, ``list_children``.
+    Gateway: ``bind_session_key``, ``create_session_for_key``, ``get_session_for_key``,
+    ``unbind_session_key``; pairing (``pairing_read``, ``pairing_update``, ``pairing_import``,
+    ``pairing_platforms``); API server responses: ``save_response``, ``get_response``,
+    ``delete_response``. Delegation: ``record_delegation``, ``list_children``.
     Scheduled jobs (SPEC §12): ``add_cron_job``, ``get_cron_job``, ``find_cron_jobs``,
     ``list_cron_jobs``, ``update_cron_job``, ``delete_cron_job``, ``next_cron_job``; runs:
     ``claim_due_cron_runs`` (the exactly-once claim), ``claim_manual_cron_run``,

@@ -30,6 +30,31 @@ def test_a_key_leads_to_its_session_only_while_that_session_exists(store):
     assert store.live_session_for_key("api_server:k") is None
 
 
+def test_a_new_chat_session_and_its_key_are_one_write(store):
+    sid = store.create_session_for_key("telegram:dm:7", "s7", source="telegram", user_id="7",
+                                       owner="telegram:7")
+    assert sid == "s7" and store.live_session_for_key("telegram:dm:7") == "s7"
+    row = store.get_session("s7")
+    assert (row["source"], row["user_id"], row["owner"]) == ("telegram", "7", "telegram:7")
+    moved = store.create_session_for_key("telegram:dm:7", source="telegram", parent_session_id=sid)
+    assert moved != sid and store.live_session_for_key("telegram:dm:7") == moved
+    assert store.get_session(moved)["parent_session_id"] == sid
+    assert store.create_session_for_key("telegram:dm:8", "s7", source="cli") == "s7"
+    assert store.get_session("s7")["source"] == "telegram"  # an existing row stays as it was
+    assert store.live_session_for_key("telegram:dm:8") == "s7"
+
+
+def test_a_system_prompt_rides_on_an_append(store):
+    sid = store.create_session()
+    ids = store.append_messages(sid, [{"role": "user", "content": "hi"},
+                                      {"role": "assistant", "content": "hello"}],
+                                usage=(5, 2), system_prompt="You are terse.")
+    row = store.get_session(sid)
+    assert len(ids) == 2 and row["system_prompt"] == "You are terse."
+    assert (row["prompt_tokens"], row["completion_tokens"]) == (5, 2)
+    assert [m["content"] for m in store.get_messages(sid)] == ["hi", "hello"]
+
+
 def test_updates_and_unbinds_report_whether_a_row_changed(store):
     sid = store.create_session()
     assert store.set_system_prompt(sid, "You are terse.") is True
@@ -74,6 +99,8 @@ def test_a_one_statement_write_sends_one_statement_on_postgresql(pg_cluster, pg_
         assert db.live_session_for_key("k") == sid
     sent = _logged(pg_cluster, pg_url, work)
     assert [q.split()[0].upper() for q in sent] == ["INSERT", "UPDATE", "INSERT", "SELECT"], sent
+    sent = _logged(pg_cluster, pg_url, lambda db: db.create_session_for_key("k2", "s2"))
+    assert [q.split()[0].upper() for q in sent] == ["BEGIN", "INSERT", "INSERT", "COMMIT"], sent
 
 
 def test_a_session_and_its_live_history_are_read_together(store):

@@ -27,6 +27,9 @@ def test_a_new_sessions_first_turn_reads_nothing_of_it_back(make_gateway, fake_p
     mine = [q for q in sent if sid in q]
     assert mine, sent  # the turn did write it (the trace sees this connection)
     assert [q for q in mine if q.lstrip().upper().startswith("SELECT")] == []
+    # three commits: the session row with its key, the user's message with the system prompt,
+    # the answer
+    assert sent.count("COMMIT") == 3, [q for q in sent if not q.startswith("--")]
     row = gw.db.get_session(sid)
     assert row["source"] == "api_server" and row["system_prompt"]
     assert [m["content"] for m in gw.db.get_messages(sid)] == ["remember 7", "first answer"]
