@@ -82,6 +82,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def context_switches(pid: int) -> int:
+    """Voluntary and involuntary switches of every live thread of ``pid``: a GIL handed between
+    many waiting threads shows here before it shows in the CPU figure."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            for line in (task / "status").read_text().splitlines():
+                if "ctxt_switches:" in line:
+                    total += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended meanwhile
+    return total
+
+
 async def _drive(url: str, sessions: list[str], rounds: int, latencies: list[float], errors: list[str],
                  headers: Optional[dict[str, str]] = None, spread: float = 0.0,
                  first: Optional[list[float]] = None, stream: bool = False) -> None:
@@ -275,12 +289,14 @@ def run_config(args: argparse.Namespace, store: Optional[str], workers: int) -> 
             first: list[float] = []
             sampler = PeakSampler(url.rsplit("/v1/", 1)[0], gw.pid) if n == 0 and workers == 1 else None
             cpu0, t0 = sum(cpu_seconds(p) for p in pids), time.perf_counter()
+            switches0 = sum(context_switches(p) for p in pids)
             asyncio.run(_drive(url, [f"{spread}-{i}" for i in range(args.sessions)], args.rounds, lat, errors,
                                headers=AUTH, spread=spread, first=first))
             if sampler is not None:
                 sampler.stop()
             elapsed = time.perf_counter() - t0 - spread * (args.sessions - 1) / args.sessions
             cpu = sum(cpu_seconds(p) for p in pids) - cpu0
+            switches = sum(context_switches(p) for p in pids) - switches0
             added = [(x - args.delay) * 1000 for x in lat]
             rate = len(lat) / elapsed
             print(f"\n[{label}] turns={len(lat)} errors={len(errors)} elapsed={elapsed:.2f}s")
@@ -301,7 +317,8 @@ def run_config(args: argparse.Namespace, store: Optional[str], workers: int) -> 
                   f"{pct([(x - args.delay) * 1000 for x in first], 99):.0f} ms; later turns: p50 {pct(later, 50):.0f} ms, "
                   f"p99 {pct(later, 99):.0f} ms")
             print(f"  gateway CPU per turn: {cpu / max(1, len(lat)) * 1000:.2f} ms"
-                  + (f" (sum of {len(pids)} workers)" if len(pids) > 1 else ""))
+                  + (f" (sum of {len(pids)} workers)" if len(pids) > 1 else "")
+                  + f"; {switches / max(1, len(lat)):.0f} thread switches a turn")
             if sampler is not None:
                 sampler.report(args.sessions)
             out["lockstep" if spread == 0.0 else "staggered"] = {
