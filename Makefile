@@ -21,6 +21,19 @@ LLAMA_CMAKE := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
 endif
 # (LLAVA_BUILD=OFF: the multimodal library is not used and costs a minute of the build)
 
+# llama-cpp-python forces on llama.cpp's "common" library (argument parsing, chat templates,
+# downloads over cpp-httplib): over half of the compile, for tools the Python package never
+# loads. The engine is built from its sdist with that one switch turned off (4.5 -> 2.2 minutes
+# on 2 idle cores); a release without the line builds as it is.
+ENGINE_SRC := $(WHEELS)/src
+BUILD_ENGINE := rm -rf $(ENGINE_SRC) && \
+  $(PY) -m pip download -q --no-deps --no-binary :all: -d $(ENGINE_SRC) '$(LLAMA)' && \
+  tar xzf $(ENGINE_SRC)/llama_cpp_python-*.tar.gz -C $(ENGINE_SRC) && \
+  sed -i 's/set(LLAMA_BUILD_COMMON ON /set(LLAMA_BUILD_COMMON OFF /' \
+    $(ENGINE_SRC)/llama_cpp_python-*/CMakeLists.txt && \
+  CMAKE_ARGS="$(LLAMA_CMAKE)" $(PY) -m pip wheel -q --no-deps --no-cache-dir -w $(WHEELS) \
+    $(ENGINE_SRC)/llama_cpp_python-*/
+
 .PHONY: chat test bench clean
 
 $(STAMP): pyproject.toml Makefile
@@ -30,9 +43,8 @@ $(STAMP): pyproject.toml Makefile
 	@# while the other dependencies install (the build is compiling, the install downloading)
 	@build=""; \
 	if ! ls $(WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1; then \
-	  echo "building the embedded model's engine (llama-cpp-python, portable; ~6 minutes)"; \
-	  CMAKE_ARGS="$(LLAMA_CMAKE)" $(PY) -m pip wheel -q --no-deps --no-cache-dir \
-	    --no-binary llama-cpp-python -w $(WHEELS) '$(LLAMA)' & build=$$!; \
+	  echo "building the embedded model's engine (llama-cpp-python, portable; ~3 minutes)"; \
+	  ( $(BUILD_ENGINE) ) & build=$$!; \
 	fi; \
 	$(PY) -m pip install -q -e '.[dev]' || { [ -z "$$build" ] || kill $$build; exit 1; }; \
 	[ -z "$$build" ] || wait $$build || { echo "the engine's build failed (see above)"; exit 1; }

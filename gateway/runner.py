@@ -1,5 +1,4 @@
-"""GatewayRunner: chat messages in, agent turns out — one turn at a time per session, many
-sessions at once.
+"""GatewayRunner: chat messages in, agent turns out: one turn at a time per session, many at once.
 
 Why it is shaped like this:
 - ``AIAgent.run_conversation`` is synchronous, so turns run in a thread pool while the event loop
@@ -15,8 +14,8 @@ Why it is shaped like this:
 - SPEC §7 reactions live in ``gateway.reactions``; slash commands in ``gateway.commands``; chat
   messages become turns in ``gateway.chat_events``, sessions are held in ``gateway.session_hold``
   (mixins of the runner), agents are made in ``gateway.agent_factory``.
-- Every agent let go is ``close()``d; requests borrow clients from the process's pool
-  (``agent.providers.client_pool``), so idle cached agents hold no sockets.
+- Every agent let go is ``close()``d; requests borrow clients from the process's pool, so idle
+  cached agents hold no sockets. Past ``max_cached_agents`` the oldest idle tenth goes at once.
 - A stop (/stop, a newer message under ``interrupt``, an API client that went away) also reaches a
   turn that was accepted but has not started: it never runs (its message is kept). A running turn is
   interrupted again and again until it ends, since an agent clears interrupts when its turn begins.
@@ -73,8 +72,7 @@ class GatewayRunner(ChatEvents, SessionHolding):
         self.typing_interval = typing_interval
         self.pool = TurnThreads(max_workers)  # never blocks the event loop to start a thread
         self.capacity = TurnGauge(turn_limit)  # turns accepted at once; past it they are refused
-        # across processes (shared stores)
-        self.leases = TurnLeases(session_db, lease_wait, turn_limit)
+        self.leases = TurnLeases(session_db, lease_wait, turn_limit)  # across processes
         self.accepting = False
         self._states: dict[str, SessionState] = {}  # session id -> state
         # key -> the session it last ran in (for /stop, interrupts)
@@ -384,17 +382,19 @@ class GatewayRunner(ChatEvents, SessionHolding):
                            {"interrupted": True, "completed": False, "partial": True})
 
     def _evict_idle(self) -> None:
-        """Keep at most ``max_cached_agents`` live agents; the least recently used idle ones go."""
+        """At most ``max_cached_agents`` live agents: past it, the least recently used idle ones
+        go down to 90%, so a gateway at its limit scans once a tenth of the cache, not per turn."""
         if len(self._key_sid) > 4 * (len(self._states) + 256):
             self._key_sid = {k: sid for k, sid in self._key_sid.items() if sid in self._states}
-        live = ([] if len(self._states) <= self.max_cached_agents
+        limit = self.max_cached_agents
+        live = ([] if len(self._states) <= limit
                 else [s for s in self._states.values() if s.agent is not None])
-        if len(live) <= self.max_cached_agents:
+        if len(live) <= limit:
             return
         idle = sorted((s for s in live
                        if s.holders == 0 and s.running is None and not s.lock.locked()),
                       key=lambda s: s.last_used)
-        for st in idle[: len(live) - self.max_cached_agents]:
+        for st in idle[: len(live) - (limit - limit // 10)]:
             self.drop_agent(st)
             self._states.pop(st.sid, None)
         self._key_sid = {k: sid for k, sid in self._key_sid.items() if sid in self._states}

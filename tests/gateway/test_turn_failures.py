@@ -194,6 +194,24 @@ def test_evicted_rotated_and_failed_agents_are_closed(make_gateway, provider_env
     assert live in closes
 
 
+def test_past_the_cache_limit_the_oldest_tenth_goes_at_once(make_gateway, provider_env, closes):
+    made = Made()
+    gw = make_gateway(api=True, wrap_factory=made, max_cached_agents=10)
+    client = _client(gw)
+    for i in range(11):
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}],
+                                       extra_headers={SESSION: f"s{i}"})
+    # the eleventh agent takes the cache past 10: the two least recently used go, down to 9
+    assert gw.runner.session_counts()["cached_agents"] == 9
+    assert made.agents[0] in closes and made.agents[1] in closes
+    assert not any(a in closes for a in made.agents[2:])
+    client.chat.completions.create(model="m", messages=[{"role": "user", "content": "again"}],
+                                   extra_headers={SESSION: "s0"})  # rebuilt from the store
+    assert gw.runner.session_counts()["cached_agents"] == 10 and len(closes) == 2
+    sent = [m["content"] for m in provider_env.last_request["messages"] if m["role"] == "user"]
+    assert sent == ["hi", "again"] == _user_texts(gw, gw.session_for("api_server:session:s0"))
+
+
 def test_store_false_keeps_no_response_and_binds_no_key(make_gateway, provider_env):
     gw = make_gateway(api=True)
     client = _client(gw)
