@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -131,11 +132,17 @@ class AIAgent(ProviderMixin, ToolsMixin, PromptMixin, SessionMixin, StatusMixin)
         self._use_prompt_caching = False
         self._select_tools(enabled_toolsets, disabled_toolsets, skip_memory)
         self._use_compressor(context_length or settings.context_length)
-        self._recorder = SessionRecorder(
-            session_db, session_id or new_session_id(), platform, model=lambda: self.model,
-            warn=lambda m: self.emit_status(StatusKind.WARNING, m), fence=lambda: self.write_fence,
-            owner=lambda: self.owner, open_store=self._open_store)
+        self._recorder = self._new_recorder(session_db, session_id or new_session_id(), platform)
         self._start_state(resumed=session_id is not None)
+
+    def _new_recorder(self, session_db: Any, session_id: str, platform: str) -> SessionRecorder:
+        """The recorder points back weakly: a dropped agent is freed at once by its reference
+        count, not by a full collection of the process (gateway/heap.py holds those back)."""
+        me = weakref.proxy(self)
+        return SessionRecorder(
+            session_db, session_id, platform, model=lambda: me.model,
+            warn=lambda m: me.emit_status(StatusKind.WARNING, m), fence=lambda: me.write_fence,
+            owner=lambda: me.owner, open_store=lambda: me._open_store())
 
     def _use_provider(self, settings: Optional[ProviderSettings], base_url: Optional[str],
                       api_key: Optional[str], model: Optional[str],

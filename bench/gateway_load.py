@@ -77,8 +77,11 @@ def pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def cpu_seconds(pid: int, thread: Optional[int] = None) -> float:
+    """CPU of process ``pid``, or of its one thread ``thread`` (the main thread, ``thread=pid``, runs
+    the gateway's event loop)."""
+    where = f"/proc/{pid}/task/{thread}/stat" if thread else f"/proc/{pid}/stat"
+    fields = Path(where).read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -289,6 +292,7 @@ def run_config(args: argparse.Namespace, store: Optional[str], workers: int) -> 
             first: list[float] = []
             sampler = PeakSampler(url.rsplit("/v1/", 1)[0], gw.pid) if n == 0 and workers == 1 else None
             cpu0, t0 = sum(cpu_seconds(p) for p in pids), time.perf_counter()
+            loop0 = sum(cpu_seconds(p, p) for p in pids)
             switches0 = sum(context_switches(p) for p in pids)
             asyncio.run(_drive(url, [f"{spread}-{i}" for i in range(args.sessions)], args.rounds, lat, errors,
                                headers=AUTH, spread=spread, first=first))
@@ -296,6 +300,7 @@ def run_config(args: argparse.Namespace, store: Optional[str], workers: int) -> 
                 sampler.stop()
             elapsed = time.perf_counter() - t0 - spread * (args.sessions - 1) / args.sessions
             cpu = sum(cpu_seconds(p) for p in pids) - cpu0
+            loop_cpu = sum(cpu_seconds(p, p) for p in pids) - loop0
             switches = sum(context_switches(p) for p in pids) - switches0
             added = [(x - args.delay) * 1000 for x in lat]
             rate = len(lat) / elapsed
@@ -318,6 +323,7 @@ def run_config(args: argparse.Namespace, store: Optional[str], workers: int) -> 
                   f"p99 {pct(later, 99):.0f} ms")
             print(f"  gateway CPU per turn: {cpu / max(1, len(lat)) * 1000:.2f} ms"
                   + (f" (sum of {len(pids)} workers)" if len(pids) > 1 else "")
+                  + f" (event loop {loop_cpu / max(1, len(lat)) * 1000:.2f} ms)"
                   + f"; {switches / max(1, len(lat)):.0f} thread switches a turn")
             if sampler is not None:
                 sampler.report(args.sessions)

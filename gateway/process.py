@@ -19,6 +19,7 @@ from typing import Any, Callable, Optional
 
 from hermes_core.config import HermesConfig
 from hermes_core.home import ensure_private_dir
+from gateway.heap import HeapPolicy
 from gateway.settings import ServeOptions, api_address, api_enabled, configured_key, drain_timeout
 from gateway.status import worker_status_path, write_status
 
@@ -56,6 +57,7 @@ class GatewayProcess:
         self.api: Any = None
         self.scheduler: Any = None
         self.warm: Optional[dict[str, Any]] = None
+        self.heap = HeapPolicy()
         self.started = time.time()
         worker = options.worker
         self.own_status = worker_status_path(worker) if worker is not None else None
@@ -119,13 +121,17 @@ class GatewayProcess:
         loop.set_exception_handler(quiet_loop_errors())
         cron_task = await self._start(stop)
         self._status("running")
+        self.heap.settle()  # what start-up made is never scanned again (gateway/heap.py)
         address = self._address()
         print(f"READY gateway pid={os.getpid()} platforms={','.join(self._platforms())}"
               + (f" api={address}" if address else ""), flush=True)
         log.info("gateway running (pid %d, platforms: %s)", os.getpid(),
                  ", ".join(self._platforms()))
-        await self._serve_until(stop)
-        return await self._drain(cron_task)
+        try:
+            await self._serve_until(stop)
+            return await self._drain(cron_task)
+        finally:
+            self.heap.release()
 
     async def _start(self, stop: asyncio.Event) -> "asyncio.Future[Any]":
         """MCP servers, the scheduler, the warm-up, then the platforms and the API server."""
@@ -152,6 +158,7 @@ class GatewayProcess:
         if self.api is not None:
             self.api.add_routes(register_detailed(lambda: {
                 **load_report(runner, self.started, self.warm, self.turns.source),
+                "gc": self.heap.report(),
                 **self._roles()}))
         await runner.start()
         if self.api is not None:
@@ -179,6 +186,7 @@ class GatewayProcess:
                 await asyncio.wait_for(stop.wait(), timeout=wait)
             except asyncio.TimeoutError:
                 self._status("running")
+                self.heap.tick(busy=self.runner.capacity.accepted > 0)
             if self.own_status is not None and os.getppid() != parent:
                 log.warning("the supervisor (pid %d) is gone; draining", parent)
                 stop.set()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from agent import plugin_hooks
@@ -184,7 +185,8 @@ class ProviderMixin:
         aux = resolve_auxiliary(self.config, "summary", main)
         timeout = self.config.compression.summary_timeout
         if aux is main:  # the main model's own client: the fallback's while the turn is on one
-            return make_summarizer(lambda: self.client, self.model, timeout=timeout)
+            me = weakref.proxy(self)  # no cycle through the compressor (see AIAgent.__init__)
+            return make_summarizer(lambda: me.client, self.model, timeout=timeout)
         holder: dict[str, Any] = {}
 
         def aux_client() -> Any:

@@ -111,24 +111,26 @@ def bundled_names(root: Path) -> dict[str, Any]:
 def _walk(root: str) -> Iterator[tuple[str, Optional[str], os.stat_result]]:
     """(folder, category, stat of its SKILL.md) of every skill under ``root``, in sorted order.
     Hidden folders are skipped, and a skill's own subfolders are its files, not more skills."""
-    def visit(folder: str,
-              rel: tuple[str, ...]) -> Iterator[tuple[str, Optional[str], os.stat_result]]:
-        try:
-            with os.scandir(folder) as it:
-                subdirs = sorted(e.name for e in it if not e.name.startswith(".") and e.is_dir())
-        except OSError:
-            return
-        for name in subdirs:
-            sub = os.path.join(folder, name)
-            try:
-                st = os.stat(os.path.join(sub, "SKILL.md"))
-            except OSError:
-                if len(rel) + 1 < MAX_DEPTH:
-                    yield from visit(sub, rel + (name,))
-                continue
-            yield sub, "/".join(rel) or None, st
+    return _visit(root, ())
 
-    yield from visit(root, ())
+
+def _visit(folder: str,
+           rel: tuple[str, ...]) -> Iterator[tuple[str, Optional[str], os.stat_result]]:
+    # a module function, not a nested one: a recursive closure is a reference cycle per walk
+    try:
+        with os.scandir(folder) as it:
+            subdirs = sorted(e.name for e in it if not e.name.startswith(".") and e.is_dir())
+    except OSError:
+        return
+    for name in subdirs:
+        sub = os.path.join(folder, name)
+        try:
+            st = os.stat(os.path.join(sub, "SKILL.md"))
+        except OSError:
+            if len(rel) + 1 < MAX_DEPTH:
+                yield from _visit(sub, rel + (name,))
+            continue
+        yield sub, "/".join(rel) or None, st
 
 
 def stamp(home: Path, config: Any = None) -> Optional[tuple]:
