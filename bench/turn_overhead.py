@@ -74,13 +74,16 @@ class StoreTimer:
 
     def __init__(self, db) -> None:
         self.spent, self.waited, self.calls = 0.0, 0.0, 0
+        self.by_name: dict[str, float] = {}  # waited, per method (all runs): where it goes
         self.turn_thread = threading.get_ident()
         self.depth = 0  # calls open on the turn's thread (a nested one is not counted twice)
         for name in dir(type(db)):
             if not name.startswith("_") and inspect.isfunction(getattr(type(db), name)):
-                setattr(db, name, self._timed(getattr(db, name), name == "submit"))
+                setattr(db, name, self._timed(getattr(db, name), name))
 
-    def _timed(self, fn, submit: bool):
+    def _timed(self, fn, name: str):
+        submit = name == "submit"
+
         def call(*a, **kw):
             mine = threading.get_ident() == self.turn_thread
             self.depth += mine
@@ -88,23 +91,28 @@ class StoreTimer:
             try:
                 out = fn(*a, **kw)
                 if submit:
-                    out.result = self._waiting(out.result)
+                    out.result = self._waiting(out.result, getattr(a[0], "__name__", "submit"))
                 return out
             finally:
                 took = time.perf_counter() - t
                 self.depth -= mine
                 self.spent += 0 if submit else took
-                self.waited += took if mine and self.depth == 0 else 0
+                counted = took if mine and self.depth == 0 and not submit else 0
+                self.waited += counted
+                self.by_name[name] = self.by_name.get(name, 0.0) + counted
                 self.calls += 0 if submit else 1
         return call
 
-    def _waiting(self, result):
+    def _waiting(self, result, name: str):
         def wait(*a, **kw):
             t = time.perf_counter()
             try:
                 return result(*a, **kw)
             finally:
-                self.waited += time.perf_counter() - t
+                took = time.perf_counter() - t
+                self.waited += took
+                key = f"submit({name}) wait"
+                self.by_name[key] = self.by_name.get(key, 0.0) + took
         return wait
 
 
@@ -261,6 +269,9 @@ def main() -> None:
             proc.terminate()
             proc.wait()
     report(oa, size, store_name, (store, waited), calls, (imp, first, second), args.runs)
+    waits = sorted(timer.by_name.items(), key=lambda kv: -kv[1])
+    print("the turn waited on      : " + ", ".join(
+        f"{name} {total / (args.runs + 1) * 1e6:.0f} µs" for name, total in waits[:5] if total))
     if args.provider == "anthropic":
         compare(oa, paths[1])
     print(f"machine load (1/5/15 m) : before {load_before[0]:.2f} {load_before[1]:.2f} "

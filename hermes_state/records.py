@@ -55,6 +55,13 @@ class RecordsMixin(UsesBackend):
                           " ON s.id = k.session_id WHERE k.key = ?", (key,))
         return rows[0][0] if rows else None
 
+    def key_and_session(self, key: str, session_id: str) -> tuple[Optional[str], bool]:
+        """The session ``key`` is bound to (None: unbound), and whether session ``session_id``
+        exists: what adopting a session the client names asks, in one round trip."""
+        row = self._read("SELECT (SELECT session_id FROM session_keys WHERE key = ?),"
+                         " EXISTS (SELECT 1 FROM sessions WHERE id = ?)", (key, session_id))[0]
+        return row[0], bool(row[1])
+
     def key_position(self, key: str, session_id: str) -> tuple[Optional[str], int]:
         """The session ``key`` is bound to now, and ``session_id``'s highest row id (0: none):
         what a gateway worker that just took a session's lease checks, in one round trip."""

@@ -2,6 +2,8 @@
 history, the session row, the store's top row), and the session is whole afterwards."""
 from __future__ import annotations
 
+import re
+
 from tests.fake_provider import text
 from tests.gateway.sse import post
 
@@ -68,6 +70,12 @@ def test_a_message_kept_before_the_first_turn_ends_the_freshness(tmp_path):
         other = sessions.get_or_create("api_server:other")
         assert sessions.take_fresh(other, shared=True) is False  # another process may write
         assert sessions.take_fresh(other) is False  # and it stays taken
+        # on a shared store, the store read under the session's lease decides: no row, fresh
+        shared = [sessions.get_or_create(f"api_server:shared{i}") for i in range(3)]
+        assert sessions.take_fresh(shared[0], shared=True, held_mark=0) is True
+        assert sessions.take_fresh(shared[1], shared=True, held_mark=12) is False
+        assert sessions.take_fresh(shared[1], shared=True, held_mark=0) is False  # taken
+        assert sessions.take_fresh(shared[2], shared=True, held_mark=None) is False
         third = sessions.get_or_create("api_server:third")
         assert sessions.take_fresh(third) is True and sessions.take_fresh(third) is False
 
@@ -82,3 +90,32 @@ def test_sessions_never_turned_are_not_remembered_without_end(tmp_path):
         sessions = SessionMap(db, fresh_limit=3)
         made = [sessions.get_or_create(f"api_server:k{i}") for i in range(4)]
         assert [sessions.take_fresh(s) for s in made] == [False, False, False, True]
+
+
+def test_on_a_shared_store_the_lease_proves_a_new_session_empty(make_gateway, fake_provider,
+                                                                 pg_store, pg_cluster):
+    """PostgreSQL (other workers write the store too): the read made under the session's lease
+    finds no row of it, so its first turn reads none of it back, as on SQLite. The server's own
+    statement log is the witness."""
+    pg_cluster.admin(f"ALTER DATABASE {pg_store.rsplit('/', 1)[1]} SET log_statement = 'all'")
+    gw = make_gateway(api=True)
+    assert gw.runner.leases.shared
+    fake_provider.queue(text("warm"), text("first answer"), text("second answer"))
+    assert _chat(gw, "warm-up", "hi")[0] == 200
+    log = pg_cluster.root / "log"
+    start = log.stat().st_size
+    status, hdrs, body = _chat(gw, "fresh-on-pg", "remember 7")
+    assert status == 200, body
+    lines = log.read_bytes()[start:].decode(errors="replace").splitlines()
+    sent = [m.group(1) for m in map(re.compile(r"execute [^:]*: (.*)").search, lines) if m]
+    assert any("pg_try_advisory_lock" in q for q in sent), sent  # the log shows this turn
+    reads_back = [q for q in sent if q.startswith(("SELECT * FROM sessions WHERE id",
+                                                   "SELECT id, role, content",
+                                                   "SELECT MAX(id) FROM messages"))]
+    assert reads_back == [], sent
+    sid = hdrs["x-hermes-session-id"]
+    assert [m["content"] for m in gw.db.get_messages(sid)] == ["remember 7", "first answer"]
+    assert gw.db.get_session(sid)["system_prompt"]
+    assert _chat(gw, "fresh-on-pg", "which number?")[0] == 200
+    users = [m["content"] for m in fake_provider.last_request["messages"] if m["role"] == "user"]
+    assert users == ["remember 7", "which number?"]

@@ -79,7 +79,8 @@ def _adopt_existing(runner: Any, key: str, name: str) -> None:
     """The header names an existing session id: continue it (the runner then shares that session's
     lock and agent with its other keys) unless a chat owns it."""
     db = runner.db
-    if db.get_session_for_key(key) is not None or db.get_session(name) is None:
+    bound, exists = db.key_and_session(key, name)
+    if bound is not None or not exists:
         return
     if runner.sessions.owned_by_chat(name, runner.adapters):
         raise APIError(403, f"Session '{name}' belongs to a chat platform conversation; the API "
