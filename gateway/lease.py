@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, ContextManager, Optional
+from typing import Any, Callable, ContextManager, Optional
 
 from gateway.turn_state import SessionBusy
 from gateway.turn_threads import TurnThreads
@@ -64,43 +64,58 @@ class TurnLeases:
         self._threads: Optional[TurnThreads] = (TurnThreads(max_waiters, name="lease")
                                                 if self.shared else None)
 
-    async def take(self, session_id: str,
-                   wait: Optional[float] = None) -> Optional[ContextManager[bool]]:
+    async def take(self, session_id: str, wait: Optional[float] = None,
+                   then: Optional[Callable[[], object]] = None
+                   ) -> Optional[ContextManager[bool]]:
         """Hold the session's lease (None on an unshared store). Raises ``LeaseTimeout`` after
         ``wait`` seconds (default ``self.wait``); a store error propagates (the turn fails
-        cleanly)."""
+        cleanly). ``then``: the caller's first read under the lease, run on the lease's thread
+        the moment it is held (no second thread hop a turn; not run on an unshared store); when it
+        raises, the lease is given back and its error propagates."""
         if not self.shared:
             return None
         waited = self.wait if wait is None else wait
         held = self.db.advisory_lock(lease_name(session_id), wait=0)  # usually free: one round trip
         try:
-            got = await self._enter(held)
+            got, failed = await self._enter(held, then)
         except Exception as exc:  # a kept lock connection died (the database restarted): once more
             log.info("session %s: asking for the lease again (%s)", session_id, exc)
             held = self.db.advisory_lock(lease_name(session_id), wait=0)
-            got = await self._enter(held)
-        if got:
-            return held
-        held = self.db.advisory_lock(lease_name(session_id), wait=waited)
-        if waited <= 0 or not await self._enter(held):
+            got, failed = await self._enter(held, then)
+        if not got and failed is None and waited > 0:
+            held = self.db.advisory_lock(lease_name(session_id), wait=waited)
+            got, failed = await self._enter(held, then)
+        if failed is not None:
+            raise failed
+        if not got:
             log.warning("session %s: lease still held by another worker after %.0f s",
                         session_id, waited)
             raise LeaseTimeout(session_id, waited)
         return held
 
-    async def _enter(self, held: ContextManager[bool]) -> bool:
-        """Enter ``held`` in a lease thread; a lease got after the caller was cancelled goes
-        back."""
+    async def _enter(self, held: ContextManager[bool], then: Optional[Callable[[], object]]
+                     ) -> tuple[bool, Optional[BaseException]]:
+        """Enter ``held`` in a lease thread, then ``then`` there: (got it, ``then``'s error, the
+        lease given back). A lease got after the caller was cancelled goes back."""
+        def enter() -> tuple[bool, Optional[BaseException]]:
+            if not held.__enter__():
+                self._exit(held)
+                return False, None
+            try:
+                if then is not None:
+                    then()
+            except Exception as exc:
+                self._exit(held)
+                return False, exc
+            return True, None
+
         loop = asyncio.get_running_loop()
-        entering = loop.run_in_executor(self._threads, held.__enter__)
+        entering = loop.run_in_executor(self._threads, enter)
         try:
-            got = bool(await asyncio.shield(entering))
+            return await asyncio.shield(entering)
         except asyncio.CancelledError:  # the thread may still get it: give it back when it does
             entering.add_done_callback(lambda f: self._release_late(held, f))
             raise
-        if not got:
-            await loop.run_in_executor(self._threads, self._exit, held)
-        return got
 
     def fence(self, session_id: str) -> Any:
         """What the turn's writes check while we hold the session's lease
@@ -112,8 +127,9 @@ class TurnLeases:
         if held is not None:
             await asyncio.get_running_loop().run_in_executor(self._threads, self._exit, held)
 
-    def _release_late(self, held: ContextManager[bool], entered: "asyncio.Future[bool]") -> None:
-        if not entered.cancelled() and entered.exception() is None and entered.result():
+    def _release_late(self, held: ContextManager[bool],
+                      entered: "asyncio.Future[tuple[bool, Optional[BaseException]]]") -> None:
+        if not entered.cancelled() and entered.exception() is None and entered.result()[0]:
             assert self._threads is not None
             self._threads.submit(self._exit, held)
 

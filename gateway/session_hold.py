@@ -72,13 +72,11 @@ class SessionHolding:
         now: True when another worker moved the key elsewhere (rotated or deleted the session) while
         we waited, so the caller follows it. A cached agent that missed turns another worker wrote
         is dropped: the next one loads the transcript from the store."""
-        st.lease = await self.leases.take(st.sid)
+        read: list[tuple[Optional[str], int]] = []
+        st.lease = await self.leases.take(
+            st.sid, then=lambda: read.append(self.sessions.position(key, st.sid)))
         st.fence = self.leases.fence(st.sid)
-        try:
-            current, mark = await asyncio.to_thread(self.sessions.position, key, st.sid)
-        except BaseException:
-            await self._give_back_lease(st, remember=False)
-            raise
+        current, mark = read[0]
         if current != st.sid:
             await self._give_back_lease(st, remember=False)
             st.moved_to, st.deleted = current, current is None

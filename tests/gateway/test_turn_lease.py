@@ -207,3 +207,39 @@ def test_a_fenced_write_is_refused_once_the_lock_connection_died(pg_url):
         db.close()
     with SessionDB() as local:
         assert local.lock_fence(lease_name("s1")) is None  # SQLite: one process, nothing to fence
+
+
+def test_the_first_read_under_a_lease_runs_while_it_is_held_and_a_failed_one_gives_it_back(pg_url):
+    """``TurnLeases.take(then=)``: the read runs on the lease's thread with the lease held (another
+    connection cannot take it meanwhile); a read that fails gives the lease back at once."""
+    import asyncio
+
+    import psycopg
+
+    from hermes_state import SessionDB
+
+    try_lock = "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))"
+    with SessionDB(url=pg_url) as db, psycopg.connect(pg_url, autocommit=True) as other:
+        leases = TurnLeases(db, wait=0)
+        seen: list[bool] = []
+
+        def read() -> None:
+            seen.append(other.execute(try_lock, (lease_name("s1"),)).fetchone()[0])
+
+        def failing_read() -> None:
+            raise RuntimeError("the read failed")
+
+        async def turns() -> None:
+            held = await leases.take("s1", then=read)
+            await leases.release(held)
+            with pytest.raises(RuntimeError, match="the read failed"):
+                await leases.take("s1", then=failing_read)
+            held = await leases.take("s1")  # given back: free at once, no wait allowed
+            await leases.release(held)
+
+        try:
+            asyncio.run(turns())
+        finally:
+            leases.close()
+        assert seen == [False]  # held by our lease while the read ran
+        assert other.execute(try_lock, (lease_name("s1"),)).fetchone()[0] is True  # free now
