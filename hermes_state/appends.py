@@ -108,16 +108,19 @@ def fenced_insert(c: Tx, session_id: str, rows: list[tuple[Any, ...]], usage: Us
 
 # PostgreSQL's append in one statement (psycopg named placeholders: each value is sent once).
 # ``{fence}`` is ``true`` or a lock check (``pg_advisory.HELD_SQL``): when it fails no row is
-# upserted, so none is inserted, and the statement returns no rows.
+# upserted, so none is inserted, and the statement returns no rows. ``system``: a new session's
+# system prompt stored with its first messages (NULL keeps the stored one).
 PG_APPEND = """WITH s AS (
   INSERT INTO sessions AS s (id, source, started_at, updated_at, message_count, prompt_tokens,
-      completion_tokens, last_seq)
-    SELECT %(sid)s, 'unknown', %(at)s, %(at)s, %(n)s, %(prompt)s, %(completion)s, %(n)s
+      completion_tokens, last_seq, system_prompt)
+    SELECT %(sid)s, 'unknown', %(at)s, %(at)s, %(n)s, %(prompt)s, %(completion)s, %(n)s,
+      %(system)s::text
     WHERE {fence}
     ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at,
       message_count = s.message_count + excluded.message_count,
       prompt_tokens = s.prompt_tokens + excluded.prompt_tokens,
       completion_tokens = s.completion_tokens + excluded.completion_tokens,
+      system_prompt = COALESCE(excluded.system_prompt, s.system_prompt),
       last_seq = {bump}
     RETURNING s.last_seq - %(n)s AS base)
 INSERT INTO messages (session_id, role, content, content_parts, tool_calls, tool_call_id,
@@ -134,13 +137,14 @@ def pg_append_sql(fence_sql: str = "true") -> str:
                             bump=LAST_SEQ_BUMP.replace("sessions.", "s."))
 
 
-def pg_append_params(session_id: str, rows: list[tuple[Any, ...]],
-                     usage: Usage) -> dict[str, Any]:
+def pg_append_params(session_id: str, rows: list[tuple[Any, ...]], usage: Usage,
+                     system_prompt: Optional[str] = None) -> dict[str, Any]:
     """``PG_APPEND``'s parameters: the rows as one JSON array of arrays (one value to send,
     however many rows; text cleaned of NUL bytes, which PostgreSQL's text cannot hold)."""
     prompt, completion = _tokens(usage)
     packed = json.dumps([clean_params((r[1], r[2], r[3], r[4], r[5], r[6],
                                        None if r[8] is None else int(r[8]))) for r in rows],
                         ensure_ascii=False)
+    system = None if system_prompt is None else clean_params((system_prompt,))[0]
     return {"sid": session_id, "at": rows[0][7], "n": len(rows), "prompt": prompt,
-            "completion": completion, "rows": packed}
+            "completion": completion, "rows": packed, "system": system}

@@ -244,13 +244,13 @@ class PostgresBackend:
     def append_rows(self, session_id: str, rows: list[tuple[Any, ...]],
                     usage: Optional[tuple[int, int]], fence: Optional[Fence],
                     prompt: Optional[str] = None) -> list[int]:
-        """One statement (``appends.PG_APPEND``), the lock check of a ``LockFence`` in it; any
-        other fence, or a system prompt to store, goes in a pipelined transaction of the shared
-        statements (one round trip too)."""
-        if prompt is not None or fence is not None and not isinstance(fence, LockFence):
+        """One statement (``appends.PG_APPEND``), the lock check of a ``LockFence`` and the
+        system prompt to store in it; any other fence goes in a pipelined transaction of the
+        shared statements (one round trip too)."""
+        if fence is not None and not isinstance(fence, LockFence):
             return self.write(lambda c: fenced_insert(c, session_id, rows, usage, fence, prompt),
                               pipelined=True)()
-        params = pg_append_params(session_id, rows, usage)
+        params = pg_append_params(session_id, rows, usage, prompt)
         sql = self._APPEND
         if fence is not None:
             sql = self._FENCED_APPEND

@@ -14,6 +14,11 @@ BIND_KEY = ("INSERT INTO session_keys (key, session_id, updated_at) VALUES (?, ?
             " updated_at = excluded.updated_at")
 
 
+# PostgreSQL: the new session row and its key binding in one statement (a data-modifying WITH;
+# both inserts commit together, or neither does)
+PG_SESSION_FOR_KEY = f"WITH s AS ({INSERT_SESSION}) {BIND_KEY}"
+
+
 class RecordsMixin(UsesBackend):
     """Gateway session keys, API server responses, delegation records."""
 
@@ -28,13 +33,16 @@ class RecordsMixin(UsesBackend):
                                parent_session_id: Optional[str] = None,
                                owner: Optional[str] = None) -> str:
         """``create_session`` then ``bind_session_key`` in one transaction: a gateway's new chat
-        costs one commit (SQLite) and one round trip (PostgreSQL) where it cost two."""
+        costs one commit (SQLite) and one statement (PostgreSQL) where it cost two."""
         sid = session_id or new_session_id()
         now = time.time()
+        row = (sid, source, user_id, None, None, parent_session_id, None, now, now, owner)
+        if self._b.name == "postgresql":
+            self._write_one(PG_SESSION_FOR_KEY, (*row, key, sid, now))
+            return sid
 
         def tx(c: Tx) -> str:
-            c.execute(INSERT_SESSION, (sid, source, user_id, None, None, parent_session_id, None,
-                                       now, now, owner))
+            c.execute(INSERT_SESSION, row)
             c.execute(BIND_KEY, (key, sid, now))
             return sid
         return self._write(tx, pipelined=True)

@@ -100,7 +100,31 @@ def test_a_one_statement_write_sends_one_statement_on_postgresql(pg_cluster, pg_
     sent = _logged(pg_cluster, pg_url, work)
     assert [q.split()[0].upper() for q in sent] == ["INSERT", "UPDATE", "INSERT", "SELECT"], sent
     sent = _logged(pg_cluster, pg_url, lambda db: db.create_session_for_key("k2", "s2"))
-    assert [q.split()[0].upper() for q in sent] == ["BEGIN", "INSERT", "INSERT", "COMMIT"], sent
+    assert [q.split()[0].upper() for q in sent] == ["WITH"], sent
+
+
+def test_a_first_append_with_its_system_prompt_is_one_statement_on_postgresql(pg_cluster,
+                                                                             pg_url):
+    """A new session's first append carries its system prompt, under a turn lease's fence too:
+    one statement, the prompt stored, and a later append without one keeps it."""
+    from gateway.lease import lease_name
+
+    def work(db) -> None:
+        db.append_messages("p1", [{"role": "user", "content": "hi"}], system_prompt="Be brief.")
+        with db.advisory_lock(lease_name("p2"), wait=0) as got:
+            assert got
+            fence = db.lock_fence(lease_name("p2"))
+            db.append_messages("p2", [{"role": "user", "content": "hi"}], fence=fence,
+                               system_prompt="Be kind.")
+            db.append_messages("p2", [{"role": "assistant", "content": "hello"}], fence=fence)
+    sent = _logged(pg_cluster, pg_url, work)
+    appends = [q for q in sent if "advisory" not in q and "pg_stat_get_activity(pg_backend" not in q]
+    assert [q.split()[0].upper() for q in appends] == ["WITH", "WITH", "WITH"], sent
+    from hermes_state import SessionDB
+    with SessionDB(url=pg_url) as db:
+        assert db.get_session("p1")["system_prompt"] == "Be brief."
+        assert db.get_session("p2")["system_prompt"] == "Be kind."
+        assert [m["content"] for m in db.get_messages("p2")] == ["hi", "hello"]
 
 
 def test_a_session_and_its_live_history_are_read_together(store):
