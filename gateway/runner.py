@@ -335,11 +335,9 @@ class GatewayRunner(ChatEvents, SessionHolding):
                 since = self.capacity.started()
                 try:
                     from agent.callbacks import AgentHooks
-                    fresh = not stateless and self.sessions.take_fresh(
-                        st.sid, self.leases.shared, st.taken_mark)
+                    fresh = not stateless and self.sessions.take_fresh(st.sid, st.taken_mark)
                     if not stateless:  # before the turn writes: what a stop looks after
-                        req.mark = (st.taken_mark if st.taken_mark is not None
-                                    else 0 if fresh else self.sessions.mark(st.sid))
+                        req.mark = self.sessions.turn_mark(st.sid, fresh, st.taken_mark)
                     agent = self._agent_here(st, req.key)
                     agent.hooks = AgentHooks(status=on_status, tool_progress=req.tool_callback,
                                              approval=req.approval_callback)  # None: denied

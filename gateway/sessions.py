@@ -75,7 +75,10 @@ class SessionMap:
     """Session key -> current session id, persisted in the SessionDB."""
 
     def __init__(self, db: Any, fresh_limit: int = FRESH_LIMIT) -> None:
+        from gateway.lease import is_shared
+
         self.db = db
+        self.shared = is_shared(db)  # other processes write the store too (PostgreSQL)
         self._fresh: set[str] = set()  # made here by ``_bind_new`` and not yet taken
         self._fresh_limit = fresh_limit
 
@@ -131,18 +134,18 @@ class SessionMap:
         log.info("session key %s -> %s", key, sid)
         return sid
 
-    def take_fresh(self, session_id: str, shared: bool = False,
-                   held_mark: Optional[int] = None) -> bool:
+    def take_fresh(self, session_id: str, held_mark: Optional[int] = None,
+                   shared: Optional[bool] = None) -> bool:
         """True once for a session this process just made: its row exists and holds no message,
         so its first turn need not read it (its agent, ``AIAgent.start_empty``, and the mark).
-        ``shared``: other processes write the store too (PostgreSQL), so only when the store,
-        read under the session's lease, holds no row of it (``held_mark`` 0): nobody else can
-        write it until the lease is given back."""
+        On a shared store (``shared``, default ``self.shared``) only when the store, read under
+        the session's lease, holds no row of it (``held_mark`` 0): nobody else can write it
+        until the lease is given back."""
         try:
             self._fresh.remove(session_id)
         except KeyError:
             return False
-        return not shared or held_mark == 0
+        return not (self.shared if shared is None else shared) or held_mark == 0
 
     def mark(self, session_id: str) -> int:
         """A position in the session's rows; ``ensure_user_message`` looks only after it."""
@@ -150,6 +153,13 @@ class SessionMap:
             return int(self.db.max_message_id(session_id) or 0)
         except Exception:
             return 0
+
+    def turn_mark(self, session_id: str, fresh: bool, held_mark: Optional[int]) -> int:
+        """Where a turn's own rows will start: the mark read under the session's lease, else
+        none for a fresh session, else one read."""
+        if held_mark is not None:
+            return held_mark
+        return 0 if fresh else self.mark(session_id)
 
     def position(self, key: str, session_id: str) -> tuple[Optional[str], int]:
         """(the session ``key`` leads to now, ``mark(session_id)``) in one store round trip."""

@@ -72,10 +72,10 @@ def test_a_message_kept_before_the_first_turn_ends_the_freshness(tmp_path):
         assert sessions.take_fresh(other) is False  # and it stays taken
         # on a shared store, the store read under the session's lease decides: no row, fresh
         shared = [sessions.get_or_create(f"api_server:shared{i}") for i in range(3)]
-        assert sessions.take_fresh(shared[0], shared=True, held_mark=0) is True
-        assert sessions.take_fresh(shared[1], shared=True, held_mark=12) is False
-        assert sessions.take_fresh(shared[1], shared=True, held_mark=0) is False  # taken
-        assert sessions.take_fresh(shared[2], shared=True, held_mark=None) is False
+        assert sessions.take_fresh(shared[0], 0, shared=True) is True
+        assert sessions.take_fresh(shared[1], 12, shared=True) is False
+        assert sessions.take_fresh(shared[1], 0, shared=True) is False  # taken
+        assert sessions.take_fresh(shared[2], None, shared=True) is False
         third = sessions.get_or_create("api_server:third")
         assert sessions.take_fresh(third) is True and sessions.take_fresh(third) is False
 
