@@ -60,9 +60,12 @@ def _entry_points() -> list[_Found]:
     import importlib.metadata as md
 
     found = []
+    names: dict[int, str] = {}  # a distribution's name parses its METADATA: once, not per plugin
     for ep in md.entry_points(group=ENTRY_POINT_GROUP):
         dist = getattr(ep, "dist", None)
-        dist_name = (getattr(dist, "name", "") or "").lower().replace("_", "-")
+        if id(dist) not in names:
+            names[id(dist)] = (getattr(dist, "name", "") or "").lower().replace("_", "-")
+        dist_name = names[id(dist)]
         builtin = dist_name == OWN_DISTRIBUTION
         version = "" if builtin else str(getattr(dist, "version", "") or "")
         info = PluginInfo(ep.name, "builtin" if builtin else "pip", ep.value, version)
