@@ -340,9 +340,11 @@ def run_config(args: argparse.Namespace, store: Optional[str], workers: int) -> 
         floor = [(x - args.delay) * 1000 for x in base_lat]
         print(f"\nprovider alone, {args.sessions} at once: p50 {pct(floor, 50):.0f} ms, p99 {pct(floor, 99):.0f} ms "
               "over its delay (part of every 'added' figure above)")
-        print(f"memory: gateway RSS {rss0:.0f} MB -> {rss1:.0f} MB after {args.idle_sessions} more idle sessions = "
-              f"{(rss1 - rss0) / args.idle_sessions:.2f} MB per idle session (target <= 2 MB)"
-              + (f" (sum of {len(pids)} workers)" if len(pids) > 1 else ""))
+        if args.idle_sessions > 0:  # 0: no idle wave, no memory figure
+            print(f"memory: gateway RSS {rss0:.0f} MB -> {rss1:.0f} MB after "
+                  f"{args.idle_sessions} more idle sessions = "
+                  f"{(rss1 - rss0) / args.idle_sessions:.2f} MB per idle session (target <= 2 MB)"
+                  + (f" (sum of {len(pids)} workers)" if len(pids) > 1 else ""))
         print(f"load average after: {load_average()}")
         if errors:
             print(f"errors ({len(errors)}): {sorted(set(errors))[:5]}")
