@@ -134,18 +134,16 @@ class SessionMap:
         log.info("session key %s -> %s", key, sid)
         return sid
 
-    def take_fresh(self, session_id: str, held_mark: Optional[int] = None,
-                   shared: Optional[bool] = None) -> bool:
+    def take_fresh(self, session_id: str, held_mark: Optional[int] = None) -> bool:
         """True once for a session this process just made: its row exists and holds no message,
         so its first turn need not read it (its agent, ``AIAgent.start_empty``, and the mark).
-        On a shared store (``shared``, default ``self.shared``) only when the store, read under
-        the session's lease, holds no row of it (``held_mark`` 0): nobody else can write it
-        until the lease is given back."""
+        On a shared store only when the store, read under the session's lease, holds no row of
+        it (``held_mark`` 0): nobody else can write it until the lease is given back."""
         try:
             self._fresh.remove(session_id)
         except KeyError:
             return False
-        return not (self.shared if shared is None else shared) or held_mark == 0
+        return not self.shared or held_mark == 0
 
     def mark(self, session_id: str) -> int:
         """A position in the session's rows; ``ensure_user_message`` looks only after it."""

@@ -69,6 +69,7 @@ class StoreBackend(Protocol):
     errors: tuple[type[BaseException], ...]  # the driver's errors
     FOR_UPDATE: str  # appended to a SELECT that locks its rows ("" where writers serialise)
     GREATEST: str  # the name of the greatest-of-several function
+    WRITING_WITH: bool  # a WITH clause may insert (PostgreSQL): two writes in one statement
 
     def write(self, fn: Callable[[Tx], T], pipelined: bool = False) -> T:
         """``fn`` in one write transaction (retried as the engine allows). ``pipelined``: ``fn``

@@ -137,6 +137,7 @@ class PostgresBackend:
     errors: tuple[type[BaseException], ...] = (psycopg.Error,)
     FOR_UPDATE = " FOR UPDATE"
     GREATEST = "GREATEST"
+    WRITING_WITH = True  # a WITH clause may insert: two writes in one statement
 
     def __init__(self, url: str, pool_size: Optional[int] = None) -> None:
         self.url = url

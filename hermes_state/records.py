@@ -37,7 +37,7 @@ class RecordsMixin(UsesBackend):
         sid = session_id or new_session_id()
         now = time.time()
         row = (sid, source, user_id, None, None, parent_session_id, None, now, now, owner)
-        if self._b.name == "postgresql":
+        if self._b.WRITING_WITH:  # PostgreSQL: one statement, no BEGIN/COMMIT
             self._write_one(PG_SESSION_FOR_KEY, (*row, key, sid, now))
             return sid
 

@@ -67,6 +67,7 @@ class SQLiteBackend:
     errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
     FOR_UPDATE = ""  # BEGIN IMMEDIATE already serialises writers
     GREATEST = "MAX"
+    WRITING_WITH = False  # SQLite: a WITH clause cannot insert
 
     def __init__(self, db_path: str | os.PathLike[str]) -> None:
         from hermes_core.home import create_private_file, ensure_private_dir, tighten_store

@@ -134,3 +134,37 @@ def terminate_backend(admin, pid: int, timeout: float = 30) -> None:
                         (pid,)).fetchone()[0]:
         assert time.monotonic() < deadline, f"backend {pid} still alive after {timeout} s"
         time.sleep(0.02)
+
+
+class StatementLog:
+    """What the server ran for one database, from its own log: ``log_statement = all`` is set on
+    the database (connections opened after this log), ``begin()`` marks where to start reading,
+    ``sent()`` is every statement since, in order (a marker query brackets each end, so the
+    lines are in the file when read)."""
+
+    _MARK = "statement-log-mark"
+
+    def __init__(self, cluster: Cluster, url: str) -> None:
+        self.url, self.path = url, cluster.root / "log"
+        cluster.admin(f"ALTER DATABASE {url.rsplit('/', 1)[1]} SET log_statement = 'all'")
+        self._start = 0
+        self.begin()
+
+    def _mark(self) -> int:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f"SELECT '{self._MARK}'")
+        return self.path.stat().st_size
+
+    def begin(self) -> None:
+        self._start = self._mark()
+
+    def sent(self) -> list[str]:
+        import re
+
+        end = self._mark()
+        text = self.path.read_bytes()[self._start:end].decode(errors="replace")
+        found = (re.search(r"LOG:  (?:statement|execute [^:]*): (.*)", line)
+                 for line in text.splitlines())
+        return [m.group(1).strip() for m in found if m and self._MARK not in m.group(1)]

@@ -66,28 +66,18 @@ def test_updates_and_unbinds_report_whether_a_row_changed(store):
 
 def _logged(cluster, url: str, work) -> list[str]:
     """The statements the server logged for ``url``'s database while ``work(db)`` ran on a
-    SessionDB opened after statement logging was switched on (a setting of the database, so
-    every connection of the pool has it)."""
-    import psycopg
-
+    SessionDB opened after statement logging was switched on."""
     from hermes_state import SessionDB
+    from tests.postgres import StatementLog
 
-    name = url.rsplit("/", 1)[1]
-    cluster.admin(f"ALTER DATABASE {name} SET log_statement = 'all'")
-    log = cluster.root / "log"
+    log = StatementLog(cluster, url)
     db = SessionDB(url=url)
     try:
-        with psycopg.connect(url, autocommit=True) as marker:
-            marker.execute("SELECT 'round-trips-start'")
-            work(db)
-            marker.execute("SELECT 'round-trips-end'")
+        log.begin()
+        work(db)
+        return log.sent()
     finally:
         db.close()
-    text = log.read_text(errors="replace")
-    end = text.rindex("\n", 0, text.rindex("round-trips-end"))
-    part = text[text.rindex("round-trips-start"):end]
-    return [line.split(": ", 2)[-1].strip() for line in part.splitlines()[1:]
-            if "LOG:  statement: " in line or "LOG:  execute " in line]
 
 
 def test_a_one_statement_write_sends_one_statement_on_postgresql(pg_cluster, pg_url):

@@ -2,8 +2,6 @@
 history, the session row, the store's top row), and the session is whole afterwards."""
 from __future__ import annotations
 
-import re
-
 from tests.fake_provider import text
 from tests.gateway.sse import post
 
@@ -67,17 +65,24 @@ def test_a_message_kept_before_the_first_turn_ends_the_freshness(tmp_path):
         sid = sessions.get_or_create("api_server:k")
         assert sessions.ensure_user_message(sid, "kept while stopped") is True
         assert sessions.take_fresh(sid) is False
-        other = sessions.get_or_create("api_server:other")
-        assert sessions.take_fresh(other, shared=True) is False  # another process may write
-        assert sessions.take_fresh(other) is False  # and it stays taken
-        # on a shared store, the store read under the session's lease decides: no row, fresh
-        shared = [sessions.get_or_create(f"api_server:shared{i}") for i in range(3)]
-        assert sessions.take_fresh(shared[0], 0, shared=True) is True
-        assert sessions.take_fresh(shared[1], 12, shared=True) is False
-        assert sessions.take_fresh(shared[1], 0, shared=True) is False  # taken
-        assert sessions.take_fresh(shared[2], None, shared=True) is False
         third = sessions.get_or_create("api_server:third")
         assert sessions.take_fresh(third) is True and sessions.take_fresh(third) is False
+
+
+def test_on_a_shared_store_only_the_read_under_the_lease_proves_a_session_empty(pg_url):
+    """Other processes write a PostgreSQL store: a session made here is fresh only when the
+    read made under its lease found no row of it (mark 0); no read, or a row, and it is not."""
+    from gateway.sessions import SessionMap
+    from hermes_state import SessionDB
+
+    with SessionDB(url=pg_url) as db:
+        sessions = SessionMap(db)
+        assert sessions.shared
+        made = [sessions.get_or_create(f"api_server:shared{i}") for i in range(3)]
+        assert sessions.take_fresh(made[0], 0) is True
+        assert sessions.take_fresh(made[1], 12) is False  # another worker wrote a row
+        assert sessions.take_fresh(made[1], 0) is False  # and it stays taken
+        assert sessions.take_fresh(made[2]) is False  # nothing read under a lease
 
 
 def test_sessions_never_turned_are_not_remembered_without_end(tmp_path):
@@ -97,17 +102,17 @@ def test_on_a_shared_store_the_lease_proves_a_new_session_empty(make_gateway, fa
     """PostgreSQL (other workers write the store too): the read made under the session's lease
     finds no row of it, so its first turn reads none of it back, as on SQLite. The server's own
     statement log is the witness."""
-    pg_cluster.admin(f"ALTER DATABASE {pg_store.rsplit('/', 1)[1]} SET log_statement = 'all'")
+    from tests.postgres import StatementLog
+
+    log = StatementLog(pg_cluster, pg_store)
     gw = make_gateway(api=True)
     assert gw.runner.leases.shared
     fake_provider.queue(text("warm"), text("first answer"), text("second answer"))
     assert _chat(gw, "warm-up", "hi")[0] == 200
-    log = pg_cluster.root / "log"
-    start = log.stat().st_size
+    log.begin()
     status, hdrs, body = _chat(gw, "fresh-on-pg", "remember 7")
     assert status == 200, body
-    lines = log.read_bytes()[start:].decode(errors="replace").splitlines()
-    sent = [m.group(1) for m in map(re.compile(r"execute [^:]*: (.*)").search, lines) if m]
+    sent = log.sent()
     assert any("pg_try_advisory_lock" in q for q in sent), sent  # the log shows this turn
     reads_back = [q for q in sent if q.startswith(("SELECT * FROM sessions WHERE id",
                                                    "SELECT id, role, content",
