@@ -174,8 +174,12 @@ class PostgresBackend:
 
     @staticmethod
     def _connect_kwargs() -> dict[str, Any]:
+        """``prepare_threshold=0``: a statement is prepared on a connection's first run of it.
+        psycopg's default (after five runs) made a new worker's first turns parse and plan each
+        statement from scratch five times on every connection of its pool, before the server's
+        own five custom plans; the one-statement append took ~0.6 ms there instead of ~0.25."""
         return {"autocommit": True, "row_factory": pg_rows, "connect_timeout": CONNECT_TIMEOUT,
-                "application_name": "hermes"}
+                "application_name": "hermes", "prepare_threshold": 0}
 
     def _connect(self) -> psycopg.Connection:
         return psycopg.connect(self.url, **self._connect_kwargs())

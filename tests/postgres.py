@@ -161,10 +161,16 @@ class StatementLog:
         self._start = self._mark()
 
     def sent(self) -> list[str]:
+        return [text for _, text in self.executed()]
+
+    def executed(self) -> list[tuple[str, str]]:
+        """(how, statement) since ``begin()``: how is "statement" (simple protocol), "<unnamed>"
+        (extended protocol, not prepared) or the name of the server-side prepared statement."""
         import re
 
         end = self._mark()
         text = self.path.read_bytes()[self._start:end].decode(errors="replace")
-        found = (re.search(r"LOG:  (?:statement|execute [^:]*): (.*)", line)
+        found = (re.search(r"LOG:  (statement|execute ([^:]*)): (.*)", line)
                  for line in text.splitlines())
-        return [m.group(1).strip() for m in found if m and self._MARK not in m.group(1)]
+        return [(m.group(2) or m.group(1), m.group(3).strip()) for m in found
+                if m and self._MARK not in m.group(3)]

@@ -117,6 +117,25 @@ def test_a_first_append_with_its_system_prompt_is_one_statement_on_postgresql(pg
         assert [m["content"] for m in db.get_messages("p2")] == ["hi", "hello"]
 
 
+def test_a_statement_is_prepared_on_its_first_run_on_postgresql(pg_cluster, pg_url):
+    """Each pooled connection prepares a statement the first time it runs it: the server plans
+    it from its first run on, not after five runs parsed and planned from scratch each (a new
+    worker's first turns paid that on every connection of its pool)."""
+    from hermes_state import SessionDB
+    from tests.postgres import StatementLog
+
+    log = StatementLog(pg_cluster, pg_url)
+    with SessionDB(url=pg_url) as db:
+        log.begin()
+        db.append_messages("w1", [{"role": "user", "content": "hi"}], usage=(3, 0))
+        db.append_messages("w1", [{"role": "assistant", "content": "hello"}], usage=(0, 2))
+        assert db.live_session_for_key("nope") is None
+        ran = log.executed()
+        assert [m["content"] for m in db.get_messages("w1")] == ["hi", "hello"]
+    appends = [how for how, text in ran if text.startswith("WITH s AS")]
+    assert len(appends) == 2 and all(how.startswith("_pg3_") for how in appends), ran
+
+
 def test_a_session_and_its_live_history_are_read_together(store):
     assert store.session_and_history("missing") == (None, [], [])
     sid = store.create_session(system_prompt="You are terse.")
