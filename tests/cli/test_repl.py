@@ -120,6 +120,9 @@ def test_ctrl_c_twice_at_an_empty_prompt_quits(fake_provider):
     r = Repl(fake_provider)
     r.child.sendintr()
     r.wait("Ctrl\\+C again")
+    # the second one at the prompt, as the name says: sent before the prompt is back, it is a
+    # signal (the terminal is cooked) racing prompt_toolkit's start, which may swallow it
+    r.wait(PROMPT)
     r.child.sendintr()
     r.child.expect(pexpect.EOF, timeout=20)
     r.child.close()
