@@ -7,11 +7,13 @@ through its running adapters, each answer split to the platform's length with it
 """
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from cron.delivery import DeliveryError, Sender, registered_sender
+
+if TYPE_CHECKING:  # asyncio itself only inside a gateway: every agent checks running_platforms
+    import asyncio
 
 _LIVE: dict[str, Any] = {}
 
@@ -19,6 +21,8 @@ _LIVE: dict[str, Any] = {}
 def adapter_sender(adapters: dict[str, Any], loop: asyncio.AbstractEventLoop,
                    fallback: Optional[Sender] = None, timeout: float = 120) -> Sender:
     """Send through the gateway's running adapters (called from a worker thread, never the loop)."""
+    import asyncio
+
     def send(platform: str, chat_id: str, thread_id: Optional[str], text: str,
              files: Sequence[Path] = ()) -> None:
         adapter = adapters.get(platform)

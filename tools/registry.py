@@ -8,6 +8,7 @@ agent loaded them before.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import threading
@@ -81,6 +82,17 @@ def unregister(name: str) -> bool:
         _definitions.pop(name, None)
         _bump()
         return _registry.pop(name, None) is not None
+
+
+def deferred(module: str, name: str) -> Callable[..., Any]:
+    """``module.name``, imported on its first call. Why: a plugin registers its tools' schemas
+    with every new agent, and importing their implementation (with what that imports: asyncio
+    for the browser) cost each agent milliseconds it never spends when the tools are not run."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
 
 
 def _bump() -> None:

@@ -15,7 +15,6 @@ channel, a Matrix thread root, an email thread's first Message-ID); replies go b
 from __future__ import annotations
 
 import abc
-import asyncio
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,8 @@ MAX_ATTACHMENT_BYTES = 20 << 20  # larger files are not downloaded; the message 
 async def end_task(task: Optional["asyncio.Task[Any]"]) -> None:
     """Cancel a receive loop (or any background task) and wait until it has ended, whatever it
     raised: stopping a platform must never fail on the way its loop ended."""
+    import asyncio  # here, not at the top: every new agent loads the platform plugins (~16 ms)
+
     if task is None:
         return
     task.cancel()

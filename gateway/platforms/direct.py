@@ -7,7 +7,6 @@
 """
 from __future__ import annotations
 
-import asyncio
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +45,8 @@ def direct_sender(platform: str, factory: Factory) -> Callable[..., None]:
             finally:
                 await adapter.stop()
 
+        import asyncio  # on first use: every new agent loads the platform plugins (~16 ms)
+
         try:
             ok = asyncio.run(run())
         except Exception as exc:  # noqa: BLE001 - one line for the run record / the tool
@@ -60,6 +61,8 @@ async def probe(factory: Factory, section: Mapping[str, Any], env: Mapping[str, 
     adapter = factory(section, env)
     if adapter is None:
         return "not configured: a required setting is missing"
+    import asyncio
+
     try:
         await asyncio.wait_for(adapter.connect(), 30)
         return ""

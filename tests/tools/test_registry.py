@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -178,6 +179,29 @@ def test_import_is_lazy_about_builtin_tools():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_a_new_agent_imports_no_browser_code_nor_asyncio_until_a_browser_tool_runs(tmp_path):
+    """The opt-in browser toolset and the platform plugins register with every agent; their
+    implementations (and asyncio, ~16 ms) are imported when first used (``deferred``), not by an
+    agent that never runs them. Its check and handlers still reach the real code on first use."""
+    code = (
+        "import sys, run_agent\n"
+        "from tools.registry import check_toolset_requirements, dispatch, get_tool_definitions\n"
+        "a = run_agent.AIAgent(base_url='http://127.0.0.1:9/v1', api_key='k', model='m',\n"
+        "                      quiet_mode=True)\n"
+        "assert 'tools.browser.tools' not in sys.modules, 'browser code imported'\n"
+        "assert 'asyncio' not in sys.modules, 'asyncio imported'\n"
+        "reasons = check_toolset_requirements()\n"
+        "assert 'tools.browser.tools' in sys.modules\n"
+        "names = [d['function']['name'] for d in get_tool_definitions(['browser'])]\n"
+        "print('browser' in reasons, 'browser_navigate' in names)\n"
+    )
+    env = {**os.environ, "HERMES_HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    unavailable, offered = out.stdout.split()
+    assert unavailable != offered  # the real check decided: either explained or offered
 
 
 def test_toolsets_are_named_and_list_their_tools():
