@@ -13,7 +13,6 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-import yaml
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 MAX_NAME = 64
@@ -23,7 +22,6 @@ MAX_FILE_BYTES = 1_000_000  # one supporting file
 SUPPORT_DIRS = ("references", "templates", "scripts", "assets")
 _OS_NAMES = {"macos": "darwin", "darwin": "darwin", "osx": "darwin", "linux": "linux",
              "windows": "win32", "win32": "win32"}
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class SkillFormatError(ValueError):
@@ -89,10 +87,19 @@ ALIASES_REFUSED = ("the front matter uses YAML anchors or aliases (&name / *name
                    "values out")
 
 
+def _yaml() -> tuple[Any, Any]:
+    """PyYAML and its fastest safe loader, imported with the first SKILL.md parsed: every agent
+    loads the skills plugin, and one without skills (nor a config.yaml) never needs it (~13 ms)."""
+    import yaml
+
+    return yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _refuse_aliases(head: str) -> None:
     """Anchors and aliases are what an alias bomb is made of (469 bytes standing for 4x10^9
     characters); no skill needs them, so the event stream is checked before anything is built."""
-    for event in yaml.parse(head, Loader=_Loader):
+    yaml, loader = _yaml()
+    for event in yaml.parse(head, Loader=loader):
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
             raise SkillFormatError(ALIASES_REFUSED)
 
@@ -100,9 +107,10 @@ def _refuse_aliases(head: str) -> None:
 def parse(text: str) -> tuple[SkillMeta, str]:
     """(front matter, body) of a SKILL.md."""
     head, body = split_front_matter(text)
+    yaml, loader = _yaml()
     try:
         _refuse_aliases(head)
-        data = yaml.load(head, Loader=_Loader)  # noqa: S506 - a safe loader
+        data = yaml.load(head, Loader=loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
