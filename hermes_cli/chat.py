@@ -17,8 +17,10 @@ from typing import Any, Callable, Optional
 from hermes_cli import slash
 from hermes_cli.chat_commands import SlashCommands
 from hermes_cli.approval_prompt import approval_timeout, ask_approval_tty
-from hermes_cli.prompt_input import prompt_session
+from hermes_cli.prompt_input import QuitArm, prompt_session
 from hermes_cli.render import Renderer
+
+QUIT_HINT = "(Ctrl+C again to quit, or Ctrl+D)"
 
 
 @dataclass
@@ -326,9 +328,10 @@ def run_repl(args: Any, cfg: Any) -> int:
     if starting:
         r.info(f"MCP: connecting {', '.join(starting)} in the background (/mcp shows them).", "dim")
 
-    ps = holder["prompt"] = prompt_session(str(home / ".hermes_history"), chat.skill_entries)
+    arm = QuitArm(lambda: r.info(QUIT_HINT, "dim"))
+    ps = holder["prompt"] = prompt_session(str(home / ".hermes_history"), chat.skill_entries, arm)
     try:
-        _prompt_loop(r, ps, chat, mcp_news)
+        _prompt_loop(r, ps, chat, mcp_news, arm)
     finally:
         _finish_reviews(r)
         _goodbye(r, chat.agent)
@@ -337,25 +340,25 @@ def run_repl(args: Any, cfg: Any) -> int:
 
 
 def _prompt_loop(r: Renderer, ps: Any, chat: Any,
-                 news: "queue.SimpleQueue[tuple[str, str]]") -> None:
-    """Read and handle lines until /quit, Ctrl+D, or two Ctrl+C in a row at an empty prompt."""
-    armed = False  # a Ctrl+C at an empty prompt arms quitting; the next one quits
+                 news: "queue.SimpleQueue[tuple[str, str]]", arm: QuitArm) -> None:
+    """Read and handle lines until /quit, Ctrl+D, or two Ctrl+C in a row at an empty prompt (the
+    prompt handles those, ``QuitArm``; one here came as a signal between two prompts)."""
     while True:
         try:  # inside the try: a Ctrl+C while the news prints counts as one at the prompt
             _print_news(r, news)
             text = ps.prompt("❯ ")
         except KeyboardInterrupt:
-            if armed:
+            if arm.armed:
                 return
-            armed = True
+            arm.armed = True
             try:  # the terminal is cooked until the prompt is back: a 2nd Ctrl+C lands here
-                r.info("(Ctrl+C again to quit, or Ctrl+D)", "dim")
+                r.info(QUIT_HINT, "dim")
             except KeyboardInterrupt:
                 return
             continue
-        except EOFError:
+        except EOFError:  # Ctrl+D, or the second Ctrl+C at the prompt
             return
-        armed = False
+        arm.armed = False
         try:
             if not chat.handle_line(text):
                 return

@@ -1,5 +1,5 @@
 """The REPL's input line (prompt_toolkit): Enter sends, Alt+Enter/Esc+Enter adds a line, Ctrl+C
-clears (then quits), and slash completion of commands and skills.
+clears (then, twice at an empty prompt, quits), and slash completion of commands and skills.
 
 Tab completes from what is typed *now*, computed on the spot: completion-while-typing runs in the
 background, so a Tab that arrived in the same burst as the text (a fast typist, a paste, a
@@ -7,15 +7,29 @@ terminal multiplexer) used to find no completion ready and did nothing.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from hermes_cli import slash
 
 
-def prompt_session(history_path: str, skills: Callable[[], list[tuple[str, str]]] = list) -> Any:
+class QuitArm:
+    """Two Ctrl+C in a row at an empty prompt quit; typing in between disarms. The first one is
+    handled inside the prompt (its ``hint`` printed above it, the prompt staying up), so the
+    second, however quick, is a key press of the same prompt. Between two prompts the terminal
+    is cooked: the second used to be a signal racing prompt_toolkit's start, which could lose it.
+    """
+
+    def __init__(self, hint: Callable[[], None]) -> None:
+        self.hint, self.armed = hint, False
+
+
+def prompt_session(history_path: str, skills: Callable[[], list[tuple[str, str]]] = list,
+                   quit_arm: Optional[QuitArm] = None) -> Any:
     """A PromptSession over ``history_path``; completion offers the commands, then the skills
-    ``skills()`` lists."""
+    ``skills()`` lists. Ctrl+C at an empty prompt: with ``quit_arm``, the first arms it and the
+    second ends the prompt with EOFError (as Ctrl+D); without, each raises KeyboardInterrupt."""
     from prompt_toolkit import PromptSession
+    from prompt_toolkit.application import run_in_terminal
     from prompt_toolkit.completion import CompleteEvent, Completer, Completion
     from prompt_toolkit.filters import has_completions
     from prompt_toolkit.history import FileHistory
@@ -50,14 +64,23 @@ def prompt_session(history_path: str, skills: Callable[[], list[tuple[str, str]]
             buf.start_completion(insert_common_part=True)
 
     @kb.add("c-c")
+    @kb.add("<sigint>")  # a Ctrl+C that arrived as a signal while the prompt is up
     def _ctrl_c(event: Any) -> None:
         buf = event.current_buffer
         if buf.text:
             buf.reset()  # first clear what was typed; an empty prompt then counts toward quitting
-        else:
+        elif quit_arm is None:
             event.app.exit(exception=KeyboardInterrupt())
+        elif quit_arm.armed:
+            event.app.exit(exception=EOFError())
+        else:
+            quit_arm.armed = True
+            run_in_terminal(quit_arm.hint)
 
-    return PromptSession(history=FileHistory(history_path), completer=completer,
-                         complete_while_typing=True, key_bindings=kb, multiline=True,
-                         reserve_space_for_menu=4,
-                         prompt_continuation=lambda width, line, wrap: "." * (width - 1) + " ")
+    session = PromptSession(history=FileHistory(history_path), completer=completer,
+                            complete_while_typing=True, key_bindings=kb, multiline=True,
+                            reserve_space_for_menu=4,
+                            prompt_continuation=lambda width, line, wrap: "." * (width - 1) + " ")
+    if quit_arm is not None:
+        session.default_buffer.on_text_changed += lambda _buf: setattr(quit_arm, "armed", False)
+    return session

@@ -120,14 +120,24 @@ def test_ctrl_c_twice_at_an_empty_prompt_quits(fake_provider):
     r = Repl(fake_provider)
     r.child.sendintr()
     r.wait("Ctrl\\+C again")
-    # the second one at the prompt, as the name says: sent before the prompt is back, it is a
-    # signal (the terminal is cooked) racing prompt_toolkit's start, which may swallow it
-    r.wait(PROMPT)
-    r.child.sendintr()
+    r.child.sendintr()  # at once: the prompt stayed up, so this is its key press, not a signal
     r.child.expect(pexpect.EOF, timeout=20)
     r.child.close()
     assert r.child.exitstatus == 0
     assert fake_provider.requests == []
+
+
+def test_typing_between_two_ctrl_c_disarms_quitting(repl, fake_provider):
+    repl.child.sendintr()
+    repl.wait("Ctrl\\+C again")
+    repl.child.send("oops")
+    repl.child.sendintr()  # clears the line: what was typed disarmed quitting
+    repl.child.sendintr()  # arms again
+    repl.wait("Ctrl\\+C again")
+    fake_provider.queue(text("still here"))
+    repl.say("hello", until="still here")
+    assert fake_provider.requests[-1]["messages"][-1]["content"] == "hello"
+    assert repl.quit() == 0
 
 
 def test_unanswered_approval_is_denied_after_the_timeout(fake_provider, tmp_path):
