@@ -29,7 +29,6 @@ def prompt_session(history_path: str, skills: Callable[[], list[tuple[str, str]]
     ``skills()`` lists. Ctrl+C at an empty prompt: with ``quit_arm``, the first arms it and the
     second ends the prompt with EOFError (as Ctrl+D); without, each raises KeyboardInterrupt."""
     from prompt_toolkit import PromptSession
-    from prompt_toolkit.application import run_in_terminal
     from prompt_toolkit.completion import CompleteEvent, Completer, Completion
     from prompt_toolkit.filters import has_completions
     from prompt_toolkit.history import FileHistory
@@ -63,20 +62,8 @@ def prompt_session(history_path: str, skills: Callable[[], list[tuple[str, str]]
         elif found:
             buf.start_completion(insert_common_part=True)
 
-    @kb.add("c-c")
-    @kb.add("<sigint>")  # a Ctrl+C that arrived as a signal while the prompt is up
-    def _ctrl_c(event: Any) -> None:
-        buf = event.current_buffer
-        if buf.text:
-            buf.reset()  # first clear what was typed; an empty prompt then counts toward quitting
-        elif quit_arm is None:
-            event.app.exit(exception=KeyboardInterrupt())
-        elif quit_arm.armed:
-            event.app.exit(exception=EOFError())
-        else:
-            quit_arm.armed = True
-            run_in_terminal(quit_arm.hint)
-
+    kb.add("c-c")(lambda event: _ctrl_c(event, quit_arm))
+    kb.add("<sigint>")(lambda event: _ctrl_c(event, quit_arm))  # one that came as a signal
     session = PromptSession(history=FileHistory(history_path), completer=completer,
                             complete_while_typing=True, key_bindings=kb, multiline=True,
                             reserve_space_for_menu=4,
@@ -84,3 +71,20 @@ def prompt_session(history_path: str, skills: Callable[[], list[tuple[str, str]]
     if quit_arm is not None:
         session.default_buffer.on_text_changed += lambda _buf: setattr(quit_arm, "armed", False)
     return session
+
+
+def _ctrl_c(event: Any, quit_arm: Optional[QuitArm]) -> None:
+    """Clear what was typed; at an empty prompt, arm quitting (the hint above the prompt) or
+    quit (EOFError, as Ctrl+D) when armed; KeyboardInterrupt each time without ``quit_arm``."""
+    from prompt_toolkit.application import run_in_terminal
+
+    buf = event.current_buffer
+    if buf.text:
+        buf.reset()
+    elif quit_arm is None:
+        event.app.exit(exception=KeyboardInterrupt())
+    elif quit_arm.armed:
+        event.app.exit(exception=EOFError())
+    else:
+        quit_arm.armed = True
+        run_in_terminal(quit_arm.hint)
