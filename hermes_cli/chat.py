@@ -20,8 +20,6 @@ from hermes_cli.approval_prompt import approval_timeout, ask_approval_tty
 from hermes_cli.prompt_input import QuitArm, prompt_session
 from hermes_cli.render import Renderer
 
-QUIT_HINT = "(Ctrl+C again to quit, or Ctrl+D)"
-
 
 @dataclass
 class _ApprovalRequest:
@@ -328,8 +326,8 @@ def run_repl(args: Any, cfg: Any) -> int:
     if starting:
         r.info(f"MCP: connecting {', '.join(starting)} in the background (/mcp shows them).", "dim")
 
-    arm = QuitArm(lambda: r.info(QUIT_HINT, "dim"))
-    ps = holder["prompt"] = prompt_session(str(home / ".hermes_history"), chat.skill_entries, arm)
+    arm = QuitArm(lambda: r.info("(Ctrl+C again to quit, or Ctrl+D)", "dim"))
+    ps = holder["prompt"] = prompt_session(str(home / ".hermes_history"), arm, chat.skill_entries)
     try:
         _prompt_loop(r, ps, chat, mcp_news, arm)
     finally:
@@ -352,7 +350,7 @@ def _prompt_loop(r: Renderer, ps: Any, chat: Any,
                 return
             arm.armed = True
             try:  # the terminal is cooked until the prompt is back: a 2nd Ctrl+C lands here
-                r.info(QUIT_HINT, "dim")
+                arm.hint()
             except KeyboardInterrupt:
                 return
             continue

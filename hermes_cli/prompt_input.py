@@ -7,7 +7,7 @@ terminal multiplexer) used to find no completion ready and did nothing.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from hermes_cli import slash
 
@@ -23,11 +23,11 @@ class QuitArm:
         self.hint, self.armed = hint, False
 
 
-def prompt_session(history_path: str, skills: Callable[[], list[tuple[str, str]]] = list,
-                   quit_arm: Optional[QuitArm] = None) -> Any:
+def prompt_session(history_path: str, quit_arm: QuitArm,
+                   skills: Callable[[], list[tuple[str, str]]] = list) -> Any:
     """A PromptSession over ``history_path``; completion offers the commands, then the skills
-    ``skills()`` lists. Ctrl+C at an empty prompt: with ``quit_arm``, the first arms it and the
-    second ends the prompt with EOFError (as Ctrl+D); without, each raises KeyboardInterrupt."""
+    ``skills()`` lists. Ctrl+C at an empty prompt: the first arms ``quit_arm``, the second ends
+    the prompt with EOFError (as Ctrl+D)."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import CompleteEvent, Completer, Completion
     from prompt_toolkit.filters import has_completions
@@ -68,21 +68,18 @@ def prompt_session(history_path: str, skills: Callable[[], list[tuple[str, str]]
                             complete_while_typing=True, key_bindings=kb, multiline=True,
                             reserve_space_for_menu=4,
                             prompt_continuation=lambda width, line, wrap: "." * (width - 1) + " ")
-    if quit_arm is not None:
-        session.default_buffer.on_text_changed += lambda _buf: setattr(quit_arm, "armed", False)
+    session.default_buffer.on_text_changed += lambda _buf: setattr(quit_arm, "armed", False)
     return session
 
 
-def _ctrl_c(event: Any, quit_arm: Optional[QuitArm]) -> None:
+def _ctrl_c(event: Any, quit_arm: QuitArm) -> None:
     """Clear what was typed; at an empty prompt, arm quitting (the hint above the prompt) or
-    quit (EOFError, as Ctrl+D) when armed; KeyboardInterrupt each time without ``quit_arm``."""
+    quit (EOFError, as Ctrl+D) when armed."""
     from prompt_toolkit.application import run_in_terminal
 
     buf = event.current_buffer
     if buf.text:
         buf.reset()
-    elif quit_arm is None:
-        event.app.exit(exception=KeyboardInterrupt())
     elif quit_arm.armed:
         event.app.exit(exception=EOFError())
     else:

@@ -195,6 +195,7 @@ def test_a_new_agent_imports_no_browser_code_nor_asyncio_until_a_browser_tool_ru
         "reasons = check_toolset_requirements()\n"
         "assert 'tools.browser.tools' in sys.modules\n"
         "names = [d['function']['name'] for d in get_tool_definitions(['browser'])]\n"
+        "assert 'check failed' not in reasons.get('browser', ''), reasons\n"
         "print('browser' in reasons, 'browser_navigate' in names)\n"
     )
     env = {**os.environ, "HERMES_HOME": str(tmp_path)}
